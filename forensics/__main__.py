@@ -1,0 +1,3 @@
+from forensics.cli import main
+
+main()

@@ -1,0 +1,185 @@
+"""Find JSON objects and Python-repr dicts embedded anywhere in a text log.
+
+Logs print data in two dialects: `json.dumps` (messages a wrapper prints) and Python `repr`
+(tau-bench's `print("✅", f"task_id={i}", info)`). An object may sit after a prefix on its
+line, and a pretty-printed one may span lines. The scanner streams: one line at a time, a
+candidate object is followed across lines only while its braces are open, and a candidate that
+never closes is given up after MAX_SPAN_LINES so a stray brace can not swallow the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_SPAN_LINES = 5000
+MAX_OBJECT_CHARS = 32 * 1024 * 1024
+
+_SPECIAL = re.compile(r"[{}\"'\\]")
+# An object starts with `{` followed by a key quote, an empty body or the end of the line
+# (pretty-printed). This keeps `{name}` placeholders in prose from being taken for data.
+_START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass
+class Found:
+    """An object that starts on a line: parsed value, or the reason it could not be parsed."""
+
+    line: int
+    prefix: str
+    text: str
+    value: Any = None
+    error: str | None = None
+
+
+@dataclass
+class Line:
+    """A physical line of the log and the objects that start on it."""
+
+    number: int
+    text: str | None  # None: the line was too long to read
+    objects: list[Found] = field(default_factory=list)
+
+
+class _Braces:
+    """Brace depth and string state of a candidate object, carried across lines."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote: str | None = None
+
+    def advance(self, s: str, i: int) -> int:
+        """Index just past the closing brace, -1 if s ends first, -2 if a string spans lines."""
+        while True:
+            m = _SPECIAL.search(s, i)
+            if m is None:
+                # Neither JSON nor repr strings contain raw newlines: a string still open at the
+                # end of the line means this was never an object.
+                return -2 if self.quote else -1
+            c, j = m.group(), m.start()
+            if self.quote:
+                if c == "\\":
+                    i = j + 2
+                    continue
+                if c == self.quote:
+                    self.quote = None
+            elif c in "\"'":
+                self.quote = c
+            elif c == "{":
+                self.depth += 1
+            elif c == "}":
+                self.depth -= 1
+                if self.depth == 0:
+                    return j + 1
+            i = j + 1
+
+
+def parse_object(text: str) -> tuple[Any, str | None]:
+    """Parse JSON, else a Python literal; (value, None) or (None, reason)."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        json_error = f"invalid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return None, "object nested too deeply"
+    if len(text) > MAX_OBJECT_CHARS:
+        return None, json_error
+    try:
+        return ast.literal_eval(text), None
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None, json_error
+
+
+def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
+    """Lines of the log, each with the objects that start on it.
+
+    Lines swallowed by a multi-line object are not yielded on their own.
+    """
+    pending: deque[tuple[int, str | None]] = deque()
+    source = iter(lines)
+
+    def next_line() -> tuple[int, str | None] | None:
+        if pending:
+            return pending.popleft()
+        return next(source, None)
+
+    while (item := next_line()) is not None:
+        number, text = item
+        if text is None or "{" not in text:
+            yield Line(number, text)
+            continue
+        line = Line(number, text)
+        pos = 0
+        while (m := _START.search(text, pos)) is not None:
+            start = m.start()
+            prefix = text[:start]
+            # Fast path: a complete JSON value from here on this line.
+            try:
+                value, end = _DECODER.raw_decode(text, start)
+            except (json.JSONDecodeError, RecursionError):
+                value, end = None, -1
+            if end != -1:
+                line.objects.append(Found(number, prefix, text[start:end], value))
+                pos = end
+                continue
+            braces = _Braces()
+            end = braces.advance(text, start)
+            if end >= 0:
+                chunk = text[start:end]
+                value, error = parse_object(chunk)
+                line.objects.append(Found(number, prefix, chunk, value, error))
+                pos = end
+                continue
+            if end == -2:
+                pos = start + 1
+                continue
+            # The object continues on the following lines.
+            parts = [text[start:]]
+            consumed: list[tuple[int, str | None]] = []
+            size = len(parts[0])
+            outcome = "limit"
+            while len(consumed) < MAX_SPAN_LINES and size < MAX_OBJECT_CHARS:
+                nxt = next_line()
+                if nxt is None:
+                    outcome = "eof"
+                    break
+                consumed.append(nxt)
+                if nxt[1] is None:
+                    break
+                end = braces.advance(nxt[1], 0)
+                if end == -2:
+                    outcome = "not-an-object"
+                    break
+                if end >= 0:
+                    parts.append(nxt[1][:end])
+                    outcome = "closed"
+                    break
+                parts.append(nxt[1])
+                size += len(nxt[1])
+            if outcome == "closed":
+                chunk = "\n".join(parts)
+                value, error = parse_object(chunk)
+                line.objects.append(Found(number, prefix, chunk, value, error))
+                # The rest of the closing line is ordinary text, read again on its own.
+                last_number, last_text = consumed[-1]
+                rest = (last_text or "")[end:]
+                if rest.strip():
+                    pending.appendleft((last_number, rest))
+                break
+            if outcome != "not-an-object":
+                reason = (
+                    "object never closes: the file ends inside it"
+                    if outcome == "eof"
+                    else f"object does not close within {MAX_SPAN_LINES} lines; skipped"
+                )
+                line.objects.append(Found(number, prefix, "\n".join(parts)[:2000], None, reason))
+            # Everything after the start line is read again as ordinary lines.
+            pending.extendleft(reversed(consumed))
+            break
+        yield line

@@ -1,0 +1,129 @@
+"""A position-aware walk over a JSON document, built on the C decoder.
+
+Benchmarks rewrite their checkpoint files in place, so a file killed mid-write is a valid prefix
+followed by nothing. `json.load` rejects it whole; walking the top-level array element by element
+with `raw_decode` keeps every complete record and says where the cut is. The walk also reports
+the offset of each element, which becomes the source line of each message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+_DECODER = json.JSONDecoder()
+_WS = " \t\n\r"
+
+
+class WalkError(Exception):
+    def __init__(self, pos: int, msg: str) -> None:
+        super().__init__(msg)
+        self.pos = pos
+        self.msg = msg
+
+
+def skip_ws(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def value(text: str, pos: int) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        raise WalkError(exc.pos, exc.msg) from None
+    except RecursionError:
+        raise WalkError(pos, "nested too deeply") from None
+
+
+def _expect(text: str, pos: int, char: str) -> int:
+    pos = skip_ws(text, pos)
+    if pos >= len(text):
+        raise WalkError(pos, f"file ends where {char!r} was expected")
+    if text[pos] != char:
+        raise WalkError(pos, f"expected {char!r}")
+    return pos + 1
+
+
+Walker = Callable[[str, int], tuple[Any, int]]
+
+
+def obj(text: str, pos: int, walkers: dict[str, Walker] | None = None) -> tuple[dict, int]:
+    """An object; values of keys in walkers are read by their walker, the rest by raw_decode."""
+    walkers = walkers or {}
+    pos = _expect(text, pos, "{")
+    out: dict[str, Any] = {}
+    pos = skip_ws(text, pos)
+    if pos < len(text) and text[pos] == "}":
+        return out, pos + 1
+    while True:
+        pos = skip_ws(text, pos)
+        key, pos = value(text, pos)
+        if not isinstance(key, str):
+            raise WalkError(pos, "object key is not a string")
+        pos = skip_ws(text, _expect(text, pos, ":"))
+        walker = walkers.get(key)
+        out[key], pos = walker(text, pos) if walker else value(text, pos)
+        pos = skip_ws(text, pos)
+        if pos >= len(text):
+            raise WalkError(pos, "file ends inside an object")
+        if text[pos] == "}":
+            return out, pos + 1
+        pos = _expect(text, pos, ",")
+
+
+def elements(text: str, pos: int, walker: Walker = value) -> Iterator[tuple[int, Any, int]]:
+    """(start offset, value, end offset) of each element of the array at pos."""
+    pos = _expect(text, pos, "[")
+    pos = skip_ws(text, pos)
+    if pos < len(text) and text[pos] == "]":
+        return
+    while True:
+        pos = skip_ws(text, pos)
+        start = pos
+        item, pos = walker(text, pos)
+        yield start, item, pos
+        pos = skip_ws(text, pos)
+        if pos >= len(text):
+            raise WalkError(pos, "file ends inside an array")
+        if text[pos] == "]":
+            return
+        pos = _expect(text, pos, ",")
+
+
+def positioned_array(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
+    """An array as [(start offset, element)], for walkers that need element positions."""
+    out: list[tuple[int, Any]] = []
+    pos = skip_ws(text, _expect(text, pos, "["))
+    if pos < len(text) and text[pos] == "]":
+        return out, pos + 1
+    while True:
+        pos = skip_ws(text, pos)
+        start = pos
+        item, pos = value(text, pos)
+        out.append((start, item))
+        pos = skip_ws(text, pos)
+        if pos >= len(text):
+            raise WalkError(pos, "file ends inside an array")
+        if text[pos] == "]":
+            return out, pos + 1
+        pos = _expect(text, pos, ",")
+
+
+class LineCounter:
+    """Offset -> 1-based line, linear over a walk that visits offsets in increasing order."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.offset = 0
+        self.line = 1
+
+    def __call__(self, offset: int) -> int:
+        if offset < self.offset:
+            self.offset, self.line = 0, 1
+        self.line += self.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.line

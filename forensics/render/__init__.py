@@ -1,0 +1,1 @@
+"""Renderers: one report model, several faces (terminal text, JSON, HTML)."""
