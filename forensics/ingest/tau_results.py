@@ -66,15 +66,17 @@ def ingest(path: Path, collector: Collector) -> int:
             records += 1
             start = _end
     except jsonwalk.WalkError as exc:
-        at_end = jsonwalk.skip_ws(text, exc.pos) >= len(text)
+        # A file cut mid-write does not end with the array's closing bracket.
+        cut = not text.rstrip().endswith("]")
         where = jsonwalk.skip_ws(text, start)
         if where < len(text) and text[where] == ",":
             where = jsonwalk.skip_ws(text, where + 1)
+        error_line = line_of(exc.pos)
         reason = (
             f"truncated file: it ends inside record {records + 1} "
-            f"(line {line_of(exc.pos)}); {records} complete records kept"
-            if at_end
-            else f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}; "
+            f"(line {line_of(len(text))}); {records} complete records kept"
+            if cut
+            else f"invalid JSON at line {error_line}: {exc.msg}; "
             f"the rest of the file ({len(text) - where} chars) was not read"
         )
         collector.reject(str(path), line_of(where), reason, text[where : where + 200], FORMAT)

@@ -1,0 +1,179 @@
+"""The CLI as a user meets it: exit codes, outputs, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from forensics.cli import cli
+
+from conftest import SAMPLES
+
+OUTPUT2 = str(SAMPLES / "output2.txt")
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_scan_output2_exit_1_summary_report_json(tmp_path):
+    out = tmp_path / "report"
+    res = run("scan", OUTPUT2, "-o", str(out), "--json", str(tmp_path / "r.json"))
+    assert res.exit_code == 1
+    text = res.output
+    assert text.startswith("forensics: 1 file(s), 4 trajectories, 82 turns, 44 findings, 0 rejects")
+    assert "1. Output truncated by the output-token limit" in text
+    assert "2. Reasoning markup leaks into message content" in text
+    assert "fix 1: Serve the model with a reasoning parser: --reasoning-parser qwen3" in text
+    assert "not checked: max-tokens (no finish_reason or output_tokens)" in text
+    assert f"report: {out / 'report.html'}" in text
+    assert (out / "report.html").is_file()
+
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["summary"] == {
+        **doc["summary"],
+        "files": 1,
+        "trajectories": 4,
+        "turns": 82,
+        "findings": 44,
+        "rejects": 0,
+    }
+    assert [c["id"] for c in doc["causes"]] == ["truncated-output", "reasoning-in-content"]
+    assert [c["rank"] for c in doc["causes"]] == [1, 2]
+    assert [f["rank"] for f in doc["causes"][0]["fixes"]] == [1, 2]
+    first = doc["findings"][0]
+    assert set(first) >= {
+        "rule",
+        "severity",
+        "confidence",
+        "trajectory_id",
+        "task_id",
+        "trial",
+        "turn_index",
+        "role",
+        "actor",
+        "source",
+        "message",
+        "evidence",
+    }
+    assert first["source"] == {"path": OUTPUT2, "line": 118}
+    assert doc["rejects"] == []
+
+
+def test_fail_on_threshold_and_exit_zero_when_clean(tmp_path):
+    assert run("scan", OUTPUT2, "--no-report", "--fail-on", "critical").exit_code == 0
+    assert run("scan", OUTPUT2, "--no-report", "--fail-on", "high").exit_code == 1
+    clean = run("scan", str(SAMPLES / "tau_bench_results_control.json"), "--no-report")
+    assert clean.exit_code == 0
+    assert "No findings in 1 trajectories." in clean.output
+
+
+def test_missing_path_and_unreadable_input_exit_2(tmp_path):
+    res = run("scan", str(tmp_path / "missing.txt"))
+    assert res.exit_code == 2
+    assert "no such file or directory" in res.output
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01\x02" * 100)
+    res = run("scan", str(junk), "--no-report")
+    assert res.exit_code == 2
+    assert f"rejected: {junk}: binary file" in res.output
+    assert "no readable input" in res.output
+    assert run("scan", OUTPUT2, "--fail-on", "bogus").exit_code == 2
+
+
+def test_bad_and_good_files_together_exit_1_not_2(tmp_path):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00" * 10)
+    res = run("scan", OUTPUT2, str(junk), "--no-report")
+    assert res.exit_code == 1
+
+
+def test_explain_formats():
+    res = run(
+        "scan",
+        OUTPUT2,
+        str(SAMPLES / "tau_bench_results_control.json"),
+        "--no-report",
+        "--explain-formats",
+    )
+    assert f"{OUTPUT2}: tau_bench_log — text" in res.output
+    assert "tau_bench_results_control.json: tau_bench_results — JSON array" in res.output
+
+
+def test_same_input_same_output_byte_for_byte(tmp_path):
+    for n in (1, 2):
+        run(
+            "scan",
+            OUTPUT2,
+            str(SAMPLES / "tau_bench_results_truncated.json"),
+            "-o",
+            str(tmp_path / f"r{n}"),
+            "--json",
+            str(tmp_path / f"r{n}.json"),
+        )
+    assert (tmp_path / "r1.json").read_bytes() == (tmp_path / "r2.json").read_bytes()
+    assert (tmp_path / "r1" / "report.html").read_bytes() == (
+        tmp_path / "r2" / "report.html"
+    ).read_bytes()
+
+
+def test_schema_documents_every_column():
+    from forensics import schema
+
+    res = run("schema")
+    assert res.exit_code == 0
+    for table, sch in schema.TABLES.items():
+        assert f"\n{table}\n" in "\n" + res.output
+        for name in sch.names:
+            assert f"  {name} " in res.output
+
+
+def test_rules_list_and_explain():
+    res = run("rules")
+    ids = [line.split()[0] for line in res.output.splitlines()]
+    assert ids == [
+        "max-tokens",
+        "reasoning-leak",
+        "stop-no-tool-calls",
+        "think-loop",
+        "unclosed-think",
+    ]
+    res = run("rules", "explain", "unclosed-think")
+    assert res.exit_code == 0
+    for section in ("detects", "why", "example", "fix", "false positives"):
+        assert f"## {section}" in res.output
+    assert run("rules", "explain", "nope").exit_code == 2
+
+
+def test_user_rules_dir(tmp_path):
+    (tmp_path / "long-user.toml").write_text(
+        'id = "long-user"\ntitle = "t"\nseverity = "low"\nconfidence = "heuristic"\n'
+        'cause = "custom"\nsummary = "s"\nrequires = [["content"]]\n'
+        '[query]\nsql = """select trajectory_id, turn_index, \'long\' as message, '
+        "'' as evidence from turns where actor = 'user_sim' and content_chars > 400\"\"\"\n"
+    )
+    res = run(
+        "scan",
+        str(SAMPLES / "tau_bench_results_control.json"),
+        "--no-report",
+        "--rules",
+        str(tmp_path),
+        "--fail-on",
+        "low",
+    )
+    assert res.exit_code == 0
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.toml").write_text("id = 1\n")
+    res = run("scan", OUTPUT2, "--no-report", "--rules", str(bad))
+    assert res.exit_code == 2 and "rule pack" in res.output
+
+
+@pytest.mark.parametrize("argv", [["-m", "forensics", "--help"], ["-m", "forensics", "rules"]])
+def test_python_dash_m(argv):
+    res = subprocess.run([sys.executable, *argv], capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and res.stdout

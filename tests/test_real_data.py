@@ -1,0 +1,49 @@
+"""Real healthy tau-bench runs: parsed completely, and every rule stays silent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import forensics
+
+from conftest import DATA, SHARED_REALDATA
+
+COPIES = sorted((DATA / "realdata").glob("*.json"))
+SHARED = sorted((SHARED_REALDATA / "tau_bench").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", COPIES, ids=lambda p: p.name)
+def test_real_copies_parse_completely_without_findings(path):
+    records = json.loads(path.read_text())
+    result = forensics.scan([str(path)])
+    assert result.rejects.is_empty()
+    assert result.trajectories.height == len(records)
+    assert result.turns.height == sum(len(r["traj"]) for r in records)
+    assert result.findings.is_empty(), result.findings.select("rule", "trajectory_id", "message")
+    agents = result.turns.filter(result.turns["actor"] == "agent")
+    assert set(agents["tools_attached"]) == {True}  # tool-calling agents
+    rewards = dict(zip(result.trajectories["task_id"], result.trajectories["reward"], strict=True))
+    assert rewards == {str(r["task_id"]): r["reward"] for r in records}
+
+
+def test_real_max_steps_and_transfer_terminations():
+    result = forensics.scan(
+        [str(DATA / "realdata" / "tool-calling-gpt-4.1-mini-retail.subset12.json")]
+    )
+    ends = dict(
+        zip(result.trajectories["task_id"], result.trajectories["termination_reason"], strict=True)
+    )
+    assert ends["104"] == "max_steps"
+    assert ends["92"] == "transfer"
+    assert ends["1"] == "user_stop"
+
+
+@pytest.mark.skipif(not SHARED, reason="shared/realdata is not next to this checkout")
+def test_full_shared_tau_bench_files_have_no_findings():
+    result = forensics.scan([str(SHARED_REALDATA / "tau_bench")])
+    assert result.trajectories.height == 94
+    assert result.turns.height == 2974
+    assert result.rejects.is_empty()
+    assert result.findings.is_empty(), result.findings.select("rule", "trajectory_id", "message")
