@@ -792,7 +792,9 @@ def console_messages(traj, httpx_line):
     """The wrapper echoes each traj message as appended; httpx logs each model call."""
     lines = []
     for i, msg in enumerate(traj):
-        if i == 0 or msg["role"] == "assistant" or (msg["role"] == "user" and i > 1):  # env.reset() calls the user simulator before system+user are appended
+        if (
+            i == 0 or msg["role"] == "assistant" or (msg["role"] == "user" and i > 1)
+        ):  # env.reset() calls the user simulator before system+user are appended
             lines.append(httpx_line)
         lines.append(json.dumps(msg))
     return lines
