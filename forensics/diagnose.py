@@ -136,10 +136,19 @@ def _cap_facts(turns: pl.DataFrame) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     caps = [c for c in turns["max_output_tokens"].drop_nulls().to_list()]
     outs = [o for o in turns["output_tokens"].drop_nulls().to_list()]
+    chars = sorted(turns["content_chars"].drop_nulls().to_list())
     if caps:
         cap = statistics.mode(caps)
         facts["cap"] = cap
-        facts["cap_text"] = f"The requests asked for max_tokens={cap}."
+        facts["cap_text"] = f"The requests asked for max_tokens={cap}"
+        if chars and not outs:
+            median = statistics.median(chars)
+            facts["cap_text"] += (
+                f"; the cut-off turns are {chars[0]:,}–{chars[-1]:,} chars long (median "
+                f"{median:,.0f} ≈ {median / CHARS_PER_TOKEN:,.0f} tokens at ~4 chars per token), "
+                "consistent with hitting it"
+            )
+        facts["cap_text"] += "."
     elif outs:
         cap = statistics.mode(outs)
         at_cap = sum(1 for o in outs if o == cap)
@@ -149,7 +158,6 @@ def _cap_facts(turns: pl.DataFrame) -> dict[str, Any]:
             "(the observed cap)."
         )
     else:
-        chars = sorted(turns["content_chars"].drop_nulls().to_list())
         if chars:
             median = statistics.median(chars)
             approx = median / CHARS_PER_TOKEN

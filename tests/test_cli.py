@@ -153,19 +153,26 @@ def test_user_rules_dir(tmp_path):
     (tmp_path / "long-user.toml").write_text(
         'id = "long-user"\ntitle = "t"\nseverity = "low"\nconfidence = "heuristic"\n'
         'cause = "custom"\nsummary = "s"\nrequires = [["content"]]\n'
-        '[query]\nsql = """select trajectory_id, turn_index, \'long\' as message, '
-        "'' as evidence from turns where actor = 'user_sim' and content_chars > 400\"\"\"\n"
+        '[query]\nsql = """select trajectory_id, turn_index, \'long user turn\' as message, '
+        "'' as evidence from turns where actor = 'user_sim' and content_chars > 150\"\"\"\n"
     )
+    control = str(SAMPLES / "tau_bench_results_control.json")
     res = run(
         "scan",
-        str(SAMPLES / "tau_bench_results_control.json"),
+        control,
         "--no-report",
         "--rules",
         str(tmp_path),
         "--fail-on",
         "low",
+        "--json",
+        str(tmp_path / "r.json"),
     )
-    assert res.exit_code == 0
+    assert res.exit_code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert {f["rule"] for f in doc["findings"]} == {"long-user"}
+    assert [c["id"] for c in doc["causes"]] == ["custom"]
+    assert run("scan", control, "--no-report", "--fail-on", "low").exit_code == 0
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "x.toml").write_text("id = 1\n")

@@ -110,6 +110,7 @@ class _LogReader:
         self.runs = 0
         self.run: Run | None = None
         self.last_run: Run | None = None
+        self.waiting: dict[str, Episode] = {}
         self.context: dict[str, str] = {}  # wrapper facts seen before the next run starts
         self.episode: Episode | None = None
         self.records = 0
@@ -174,28 +175,34 @@ class _LogReader:
     def close_episode(self) -> None:
         if self.episode is not None:
             ep = self.episode
+            self.episode = None
+            if not ep.messages and ep.reward is None and ep.task_id is not None:
+                # "Running task N" with nothing printed yet: with concurrent tasks its result
+                # line comes later, after other tasks started.
+                self.waiting[ep.task_id] = ep
+                return
             if ep.run.agent_strategy is None:
                 ep.run.agent_strategy = infer_strategy([m for _, m in ep.messages])
             if ep.termination_reason is None:
                 ep.termination_reason = tau_termination({}, [m for _, m in ep.messages])
             self.collector.add_episode(ep)
-            self.episode = None
 
     def add_message(self, line: int, msg: dict[str, Any]) -> None:
         ep = self.episode
         if msg.get("role") == "system" and ep is not None and ep.messages:
             ep = None  # a new conversation starts
         if ep is None:
-            task = self.episode.task_id if self.episode and not self.episode.messages else None
-            ep = self.open_episode(line, task)
+            ep = self.open_episode(line, None)
         ep.messages.append((line, msg))
         self.records += 1
 
     def add_result(self, line: int, mark: str, task_id: str, info: Any) -> None:
         ep = self.episode
         if ep is None or (ep.task_id is not None and ep.task_id != task_id):
+            self.close_episode()
             # No messages were printed for this task: keep the outcome as an empty trajectory.
-            ep = self.open_episode(line, task_id)
+            ep = self.waiting.pop(task_id, None) or self.open_episode(line, task_id)
+            self.episode = ep
         ep.task_id = task_id
         fallback = 1.0 if mark == "✅" else 0.0
         ep.reward = tau_reward(info, fallback)
@@ -301,6 +308,9 @@ class _LogReader:
 
     def finish(self) -> None:
         self.close_episode()
+        for ep in self.waiting.values():
+            self.collector.add_episode(ep)  # started, never reported a result
+        self.waiting.clear()
 
 
 def _str(value: Any) -> str | None:
