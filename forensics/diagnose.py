@@ -368,8 +368,9 @@ def _keep(turns: pl.DataFrame, trajectories: pl.DataFrame, findings: pl.DataFram
         tasks = ", ".join(str(t) for t in clean["task_id"].to_list()[:5])
         rewards = clean["reward"].drop_nulls()
         mean = f"; mean reward {rewards.mean():.2f}" if rewards.len() else ""
+        noun = "trajectory" if clean.height == 1 else "trajectories"
         keep.append(
-            f"{clean.height} trajectories (task {tasks}) ran without findings{mean}: "
+            f"{clean.height} {noun} (task {tasks}) ran without findings{mean}: "
             "the harness, tools and scoring work — keep them as the control."
         )
     for row in trajectories.unique("run_id", keep="first").sort("run_id").iter_rows(named=True):
