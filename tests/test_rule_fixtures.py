@@ -1,0 +1,285 @@
+"""Every rule of the pack against positive and negative fixtures (semgrep-style, data-driven).
+
+tests/rule_fixtures/<rule-id>.jsonl holds one trajectory per line:
+
+    {"case": "short-name",
+     "expect": {"ruleid": [turn indexes where the rule MUST fire],
+                "ok": [turn indexes where it must NOT fire]},
+     "turns": [{"role": "assistant", "content": "...", "finish_reason_raw": "length", ...}, ...],
+     "xfail": "reason"}                      # optional: a known bug in the rule, see below
+
+A turn is a partial row of schema.RAW_TURNS. Missing columns are NULL. The helper fills
+turn_index (position in "turns"), trajectory_id, run_id, task_id, trial and the source columns,
+and actor from role unless the turn gives one. `finish_reason` is the normalised value; when a
+turn gives only `finish_reason_raw`, it is normalised as the ingesters do. Tool-call arguments
+may be written as JSON objects; they are stored as JSON text.
+
+The rule must fire on exactly the `ruleid` turns of the case (no more, no fewer) and never on an
+`ok` turn. All cases run together through enrich + engine.check with the full pack, each case
+its own trajectory, so a rule that leaks across trajectories fails here too. A case marked
+`xfail` documents a suspected bug in a rule or in enrich: it reports as xfailed while the bug
+is there and fails once the rule is fixed, so the mark gets removed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from forensics import engine, schema
+from forensics.enrich import enrich
+from forensics.ingest.records import normalise_finish_reason
+
+FIXTURES = Path(__file__).resolve().parent / "rule_fixtures"
+ACTORS = {"assistant": "agent", "user": "user_sim", "tool": "env", "system": "system"}
+HELPER_COLUMNS = {
+    "source_path",
+    "source_line",
+    "source_format",
+    "run_id",
+    "trajectory_id",
+    "task_id",
+    "trial",
+    "turn_index",
+}
+TURN_KEYS = set(schema.RAW_TURNS.names) - HELPER_COLUMNS
+CASE_KEYS = {"case", "expect", "turns", "xfail"}
+
+
+@dataclass(frozen=True, repr=False)
+class Case:
+    rule: str
+    name: str
+    line: int
+    raw: dict[str, Any]
+
+    def __repr__(self) -> str:
+        return f"<case {self.id} at {self.source_path}:{self.line}>"
+
+    @property
+    def id(self) -> str:
+        return f"{self.rule}::{self.name}"
+
+    @property
+    def trajectory_id(self) -> str:
+        return f"fixture/{self.rule}/{self.name}"
+
+    @property
+    def source_path(self) -> str:
+        return f"tests/rule_fixtures/{self.rule}.jsonl"
+
+    @property
+    def turns(self) -> list[dict[str, Any]]:
+        return self.raw.get("turns") or []
+
+    @property
+    def ruleid(self) -> set[int]:
+        return set(self.raw.get("expect", {}).get("ruleid") or [])
+
+    @property
+    def ok(self) -> set[int]:
+        return set(self.raw.get("expect", {}).get("ok") or [])
+
+    @property
+    def xfail(self) -> str | None:
+        return self.raw.get("xfail")
+
+
+def _load_cases() -> list[Case]:
+    cases = []
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise AssertionError(f"{path.name}:{lineno}: not JSON: {exc}") from None
+            name = raw.get("case") or f"line-{lineno}"
+            cases.append(Case(rule=path.stem, name=name, line=lineno, raw=raw))
+    return cases
+
+
+CASES = _load_cases()
+RULE_IDS = [rule.id for rule in engine.load_rules()]
+
+
+def _tool_calls(calls: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    if calls is None:
+        return None
+    out = []
+    for call in calls:
+        args = call.get("arguments")
+        if args is not None and not isinstance(args, str):
+            args = json.dumps(args)
+        out.append({"id": call.get("id"), "name": call.get("name"), "arguments": args})
+    return out
+
+
+def _rows(case: Case) -> list[dict[str, Any]]:
+    rows = []
+    for index, turn in enumerate(case.turns):
+        row: dict[str, Any] = dict.fromkeys(schema.RAW_TURNS.names)
+        row.update(turn)
+        row.update(
+            source_path=case.source_path,
+            source_line=case.line,
+            source_format="rule_fixture",
+            run_id=f"fixtures-{case.rule}",
+            trajectory_id=case.trajectory_id,
+            task_id=case.name,
+            trial=0,
+            turn_index=index,
+            actor=turn.get("actor") or ACTORS.get(turn.get("role", "")),
+            tool_calls=_tool_calls(turn.get("tool_calls")),
+        )
+        if "finish_reason" not in turn:
+            row["finish_reason"] = normalise_finish_reason(turn.get("finish_reason_raw"))
+        rows.append(row)
+    return rows
+
+
+def _trajectory(case: Case) -> dict[str, Any]:
+    rows = _rows(case)
+    return {
+        "trajectory_id": case.trajectory_id,
+        "run_id": f"fixtures-{case.rule}",
+        "source_path": case.source_path,
+        "source_line": case.line,
+        "source_format": "rule_fixture",
+        "task_id": case.name,
+        "trial": 0,
+        "turn_count": len(rows),
+        "agent_turn_count": sum(r["actor"] == "agent" for r in rows),
+        "tool_call_count": sum(len(r["tool_calls"] or []) for r in rows if r["actor"] == "agent"),
+    }
+
+
+def _problems(case: Case) -> list[str]:
+    """What is wrong with the fixture itself (not with the rule)."""
+    raw = case.raw
+    problems = []
+    if unknown := set(raw) - CASE_KEYS:
+        problems.append(f"unknown case keys {sorted(unknown)}")
+    if not isinstance(raw.get("case"), str) or not raw["case"]:
+        problems.append('"case" must be a non-empty name')
+    if raw.get("xfail") is not None and not (isinstance(raw["xfail"], str) and raw["xfail"]):
+        problems.append('"xfail" must be a reason')
+    expect = raw.get("expect")
+    if not isinstance(expect, dict) or set(expect) != {"ruleid", "ok"}:
+        problems.append('"expect" must have exactly "ruleid" and "ok"')
+        return problems
+    for key in ("ruleid", "ok"):
+        values = expect[key]
+        if not isinstance(values, list) or not all(type(v) is int for v in values):
+            problems.append(f"expect.{key} must be a list of turn indexes")
+            return problems
+    turns = raw.get("turns")
+    if not isinstance(turns, list) or not turns:
+        problems.append('"turns" must be a non-empty list')
+        return problems
+    if not case.ruleid | case.ok:
+        problems.append("expect names no turn at all")
+    if both := case.ruleid & case.ok:
+        problems.append(f"turns {sorted(both)} are both ruleid and ok")
+    if outside := {i for i in case.ruleid | case.ok if not 0 <= i < len(turns)}:
+        problems.append(f"turns {sorted(outside)} do not exist ({len(turns)} turns)")
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            problems.append(f"turn {index} is not an object")
+            continue
+        if turn.get("role") not in ACTORS:
+            problems.append(f"turn {index}: role must be one of {sorted(ACTORS)}")
+        if unknown := set(turn) - TURN_KEYS:
+            problems.append(f"turn {index}: unknown or helper-filled columns {sorted(unknown)}")
+    return problems
+
+
+class Findings:
+    """The findings frame, with a short repr so failing tests do not print the whole table."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+
+    def __repr__(self) -> str:
+        return f"<{self.frame.height} findings>"
+
+    def of(self, case: Case) -> pl.DataFrame:
+        return self.frame.filter(
+            (pl.col("rule") == case.rule) & (pl.col("trajectory_id") == case.trajectory_id)
+        ).sort("turn_index")
+
+
+@pytest.fixture(scope="module")
+def findings() -> Findings:
+    """The findings of the full pack over all fixture cases, each case its own trajectory."""
+    tables = []
+    for case in CASES:
+        try:
+            tables.append(pa.Table.from_pylist(_rows(case), schema=schema.RAW_TURNS))
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise AssertionError(f"{case.id}: turns do not fit schema.RAW_TURNS: {exc}") from None
+    turns = enrich(pa.concat_tables(tables))
+    trajectories = pl.from_arrow(
+        pa.Table.from_pylist([_trajectory(c) for c in CASES], schema=schema.TRAJECTORIES)
+    )
+    checked = engine.check(turns, trajectories, engine.load_rules())  # type: ignore[arg-type]
+    return Findings(checked.findings)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_fixture_is_well_formed(case: Case) -> None:
+    assert not _problems(case), f"{case.source_path}:{case.line}: " + "; ".join(_problems(case))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_rule_fires_exactly_on_expected_turns(case: Case, findings: Findings) -> None:
+    if _problems(case):
+        pytest.fail(f"malformed fixture {case.source_path}:{case.line}")
+    mine = findings.of(case)
+    fired = set(mine["turn_index"].to_list())
+    problems = []
+    if missing := case.ruleid - fired:
+        problems.append(f"did not fire on ruleid turns {sorted(missing)}")
+    if unexpected := fired - case.ruleid - case.ok:
+        problems.append(f"fired on unexpected turns {sorted(unexpected)}")
+    if forbidden := fired & case.ok:
+        problems.append(f"fired on ok turns {sorted(forbidden)}")
+    report = f"{case.rule} on {case.source_path}:{case.line} ({case.name}): " + "; ".join(problems)
+    for row in mine.iter_rows(named=True):
+        report += f"\n  turn {row['turn_index']}: {row['message']}"
+    if case.xfail:
+        if problems:
+            pytest.xfail(f"{case.xfail} -- {report}")
+        pytest.fail(f"{case.id} is marked xfail ({case.xfail}) but passes: remove the mark")
+    assert not problems, report
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+def test_every_rule_has_positive_and_negative_fixtures(rule_id: str) -> None:
+    path = FIXTURES / f"{rule_id}.jsonl"
+    assert path.is_file(), f"rule {rule_id} has no fixture file {path.relative_to(FIXTURES.parent)}"
+    cases = [c for c in CASES if c.rule == rule_id and not c.xfail and not _problems(c)]
+    positives = [c.name for c in cases if c.ruleid]
+    negatives = [c.name for c in cases if not c.ruleid]
+    assert positives, f"{path.name}: no positive case (a case whose expect.ruleid is non-empty)"
+    assert negatives, f"{path.name}: no negative case (a case whose expect.ruleid is empty)"
+
+
+def test_every_fixture_file_names_a_rule() -> None:
+    orphans = sorted(p.name for p in FIXTURES.glob("*.jsonl") if p.stem not in RULE_IDS)
+    assert not orphans, f"fixture files for rules that do not exist: {orphans}"
+
+
+def test_case_names_are_unique_per_rule() -> None:
+    seen: dict[str, int] = {}
+    for case in CASES:
+        seen[case.id] = seen.get(case.id, 0) + 1
+    assert not [k for k, n in seen.items() if n > 1], "duplicate case names"
