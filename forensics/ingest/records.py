@@ -81,6 +81,16 @@ class Episode:
     termination_reason: str | None = None
     error: str | None = None
     messages: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    # Per-turn column values that the message dict itself does not carry (captures know the
+    # request and response around a message: finish reason, usage, caps, HTTP status, …),
+    # keyed by message index. Keys are turn column names (schema.RAW_TURNS); they win over
+    # what the collector derives from the message and the run.
+    turn_fields: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, line: int, message: dict[str, Any], **fields: Any) -> None:
+        if fields:
+            self.turn_fields[len(self.messages)] = fields
+        self.messages.append((line, message))
 
 
 def _text(value: Any) -> str | None:
@@ -265,42 +275,49 @@ class Collector:
             calls = tool_calls_of(msg)
             actor = tau_actor(role, content)
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-            if actor == "agent":
-                agent_turns += 1
-                tool_calls += len(calls)
             model = run.agent_model if actor == "agent" else None
             endpoint = run.agent_endpoint if actor == "agent" else None
             if actor == "user_sim":
                 model, endpoint = run.user_model, run.user_endpoint
-            self.turn_rows.append(
-                {
-                    "source_path": ep.source_path,
-                    "source_line": line,
-                    "source_format": ep.source_format,
-                    "run_id": run.run_id,
-                    "trajectory_id": trajectory_id,
-                    "task_id": ep.task_id,
-                    "trial": trial,
-                    "turn_index": index,
-                    "role": role,
-                    "actor": actor,
-                    "content": content,
-                    "reasoning": _text(reasoning),
-                    "tool_calls": calls,
-                    "finish_reason": normalise_finish_reason(msg.get("finish_reason")),
-                    "finish_reason_raw": msg.get("finish_reason"),
-                    "input_tokens": None,
-                    "output_tokens": None,
-                    "reasoning_tokens": None,
-                    "max_output_tokens": run.max_output_tokens if model else None,
-                    "tools_attached": run.tools_attached if actor == "agent" else None,
-                    "tool_choice": None,
-                    "model": model,
-                    "endpoint": endpoint,
-                    "http_status": None,
-                    "error": None,
-                }
-            )
+            row = {
+                "source_path": ep.source_path,
+                "source_line": line,
+                "source_format": ep.source_format,
+                "run_id": run.run_id,
+                "trajectory_id": trajectory_id,
+                "task_id": ep.task_id,
+                "trial": trial,
+                "turn_index": index,
+                "role": role,
+                "actor": actor,
+                "content": content,
+                "reasoning": _text(reasoning),
+                "tool_calls": calls,
+                "finish_reason": normalise_finish_reason(msg.get("finish_reason")),
+                "finish_reason_raw": msg.get("finish_reason"),
+                "input_tokens": None,
+                "output_tokens": None,
+                "reasoning_tokens": None,
+                "max_output_tokens": run.max_output_tokens if model else None,
+                "tools_attached": run.tools_attached if actor == "agent" else None,
+                "tool_choice": None,
+                "model": model,
+                "endpoint": endpoint,
+                "http_status": None,
+                "error": None,
+            }
+            overrides = ep.turn_fields.get(index)
+            if overrides:
+                unknown = overrides.keys() - row.keys()
+                if unknown:
+                    raise ValueError(f"unknown turn fields: {sorted(unknown)}")
+                row.update(overrides)
+                if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
+                    row["finish_reason"] = normalise_finish_reason(row["finish_reason_raw"])
+            if row["actor"] == "agent":
+                agent_turns += 1
+                tool_calls += len(row["tool_calls"] or [])
+            self.turn_rows.append(row)
         self._runs[run.run_id] = run
         self.trajectory_rows.append(
             {
