@@ -97,20 +97,11 @@ def elements(text: str, pos: int, walker: Walker = value) -> Iterator[tuple[int,
 def positioned_array(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
     """An array as [(start offset, element)], for walkers that need element positions."""
     out: list[tuple[int, Any]] = []
-    pos = skip_ws(text, _expect(text, pos, "["))
-    if pos < len(text) and text[pos] == "]":
-        return out, pos + 1
-    while True:
-        pos = skip_ws(text, pos)
-        start = pos
-        item, pos = value(text, pos)
+    end = skip_ws(text, _expect(text, pos, "["))  # an empty array closes right here
+    for start, item, end in elements(text, pos):
         out.append((start, item))
-        pos = skip_ws(text, pos)
-        if pos >= len(text):
-            raise WalkError(pos, "file ends inside an array")
-        if text[pos] == "]":
-            return out, pos + 1
-        pos = _expect(text, pos, ",")
+    # `elements` returned only after seeing the closing bracket after `end`.
+    return out, skip_ws(text, end) + 1
 
 
 class LineCounter:
