@@ -20,6 +20,12 @@ _PATTERNS: list[tuple[str, int]] = [
         r"secret[_-]?key|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}",
         1,
     ),
+    # Header lists of HAR files and proxy dumps: {"name": "x-api-key", "value": "<secret>"}.
+    (
+        r"(?i)(\"name\"\s*:\s*\"(?:authorization|proxy-authorization|x-api-key|api-key|"
+        r"x-goog-api-key|cookie|set-cookie)\"\s*,\s*\"value\"\s*:\s*\")[^\"]{4,}",
+        1,
+    ),
     (r"\b(sk-)[A-Za-z0-9_-]{16,}", 1),
     (r"\b(AIza)[0-9A-Za-z_-]{30,}", 1),
     (r"\b(hf_)[A-Za-z0-9]{30,}", 1),

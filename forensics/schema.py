@@ -87,6 +87,66 @@ TURN_COLUMNS: list[Column] = [
     Column("endpoint", pa.string(), "Provider or base URL the call went to, when known."),
     Column("http_status", pa.int64(), "HTTP status of the call, when captured."),
     Column("error", pa.string(), "Error message attached to the call or the episode."),
+    Column(
+        "tool_count",
+        pa.int64(),
+        "Number of tools (function schemas) offered in the request, when the request was captured.",
+    ),
+    Column("stream", pa.bool_(), "Whether the request asked for a streamed (SSE) response."),
+    Column(
+        "stream_completed",
+        pa.bool_(),
+        "For a streamed response: it ended properly ([DONE], a finish reason, message_stop). "
+        "False: the capture was cut off mid-stream. NULL when not streamed or unknown.",
+    ),
+    Column(
+        "enable_thinking",
+        pa.bool_(),
+        "Thinking switch of the request: chat_template_kwargs.enable_thinking (vLLM/SGLang) or "
+        "thinking.type enabled/disabled (Anthropic, Z.ai). NULL when the request does not say.",
+    ),
+    Column(
+        "reasoning_budget",
+        pa.int64(),
+        "Reasoning-token budget requested for the call (Gemini thinkingConfig.thinkingBudget: "
+        "0 = thinking off, -1 = automatic). NULL when the request does not say.",
+    ),
+    Column(
+        "reasoning_effort",
+        pa.string(),
+        "Reasoning level requested for the call, as the source spelled it (Gemini "
+        "thinkingConfig.thinkingLevel). NULL when the request does not say.",
+    ),
+    Column(
+        "cost_usd",
+        pa.float64(),
+        "Cost of the call that produced the turn, in USD, as the source reported it "
+        "(tau2 per-message cost; 0.0 for local models).",
+    ),
+    Column(
+        "tool_calls_without_type",
+        pa.int64(),
+        'Raw tool calls of the response (OpenAI shape, stream deltas merged by index) whose "type" '
+        "key was missing or null, as Mistral's API and LiteLLM's Mistral streaming send them. 0 "
+        "when every call had it; NULL when the source's tool-call shape has no type field at all "
+        "(tau2's flattened calls, Gemini functionCall, Anthropic tool_use).",
+    ),
+    Column(
+        "request_hash",
+        pa.string(),
+        "Fingerprint of the request: its messages by role, visible text and tool calls (ids and "
+        "reasoning left out, as linking compares them) and every other body key (tools, caps, "
+        "sampling parameters) as sent: equal hashes mean the same request was sent again. NULL "
+        "without the request.",
+    ),
+    Column(
+        "request_keys",
+        pa.list_(pa.string()),
+        "Distinct key paths of the request body, sorted: its top-level keys and every key inside "
+        "messages, list items written [] (e.g. messages[].role, messages[].metadata._db_id, "
+        "messages[].tool_calls[].function.name). Tool-call arguments and tool schemas are not "
+        "walked. NULL without the request.",
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.
@@ -120,6 +180,55 @@ DERIVED_COLUMNS: list[Column] = [
         "Jaccard similarity of word bigrams with the previous turn of the same actor in the "
         "trajectory (NULL for the first turn or texts under 8 words).",
     ),
+    Column(
+        "tail_period",
+        pa.int64(),
+        "Length in chars of a unit that repeats back to back at least 3 times at the end of "
+        "content+reasoning (last 2,000 chars), covering 200+ chars; NULL when none does.",
+    ),
+    Column(
+        "tail_repeat_chars",
+        pa.int64(),
+        "How many chars at the end that exact repetition covers (NULL when none).",
+    ),
+    Column(
+        "tool_markup_format",
+        pa.string(),
+        "Assistant turns: the tool-call markup found as text, named by the vLLM "
+        "--tool-call-parser that reads it (hermes, qwen3_coder, deepseek_v3, …; "
+        "unwrapped_json: a bare call no parser reads), first match of the failure catalogue "
+        "§1.3 order; the model id settles xlam/mistral and hermes/ernie45. NULL: none.",
+    ),
+    Column(
+        "tool_markup_in",
+        pa.string(),
+        "Where that markup sits: content (visible text), reasoning (reasoning field or an "
+        "inline reasoning block) or tool_name (inside a structured call's name).",
+    ),
+    Column(
+        "asks_user",
+        pa.bool_(),
+        "Agent turns: the visible text asks the user something (a question mark, 'please "
+        "confirm/provide', 'let me know', 'could you'). NULL for other turns.",
+    ),
+    Column(
+        "announces_action",
+        pa.bool_(),
+        "Agent turns: the last sentence announces an action ('Let me look up your order.', "
+        "'One moment.'), unconditionally, and the turn asks the user nothing. NULL for other "
+        "turns.",
+    ),
+    Column(
+        "request_private_keys",
+        pa.list_(pa.string()),
+        "Key paths of request_keys with a private segment (a key starting with _).",
+    ),
+    Column(
+        "request_foreign_keys",
+        pa.list_(pa.string()),
+        "Key paths of request_keys inside messages that the OpenAI chat schema does not define "
+        "(lenient servers ignore them; strict validators answer 400/422 extra_forbidden).",
+    ),
 ]
 
 TURNS = _schema(TURN_COLUMNS + DERIVED_COLUMNS)
@@ -151,6 +260,12 @@ TRAJECTORY_COLUMNS: list[Column] = [
     Column("turn_count", pa.int64(), "Number of turns."),
     Column("agent_turn_count", pa.int64(), "Number of agent turns."),
     Column("tool_call_count", pa.int64(), "Structured tool calls made by the agent."),
+    Column(
+        "ingest_note",
+        pa.string(),
+        "Why the episode has fewer turns than it happened to have, when ingest knows (e.g. a "
+        "tau2 voice simulation logged as audio ticks without text messages).",
+    ),
 ]
 TRAJECTORIES = _schema(TRAJECTORY_COLUMNS)
 
@@ -183,11 +298,72 @@ REJECT_COLUMNS: list[Column] = [
 ]
 REJECTS = _schema(REJECT_COLUMNS)
 
+# The diagnosis and per-run rollups as tables, so SQL users (--db, --parquet, scan().sql) can join
+# causes to findings and compare runs without re-deriving them.
+CAUSE_COLUMNS: list[Column] = [
+    Column("rank", pa.int64(), "1 = the cause to fix first (impact, then causal order)."),
+    Column("cause", pa.string(), "Cause id; findings.cause points here."),
+    Column("title", pa.string(), "What went wrong, in one line."),
+    Column("severity", pa.string(), "Highest severity among its findings."),
+    Column("confidence", pa.string(), "hard when any of its findings is hard, else heuristic."),
+    Column("trajectories", pa.int64(), "Trajectories it touches."),
+    Column("findings", pa.int64(), "Findings it groups (its own rules only)."),
+    Column("reward_lost", pa.float64(), "Sum of 1 - reward over the trajectories it touches."),
+    Column("why_ranked", pa.string(), "The ranking argument, in words."),
+    Column("rules", pa.list_(pa.string()), "Rules whose findings it groups."),
+    Column(
+        "explains",
+        pa.list_(
+            pa.struct(
+                [
+                    pa.field("rule", pa.string()),
+                    pa.field("findings", pa.int64()),
+                    pa.field("trajectories", pa.int64()),
+                ]
+            )
+        ),
+        "Downstream symptoms (other rules' findings) it explains in its trajectories.",
+    ),
+    Column(
+        "fixes",
+        pa.list_(
+            pa.struct(
+                [
+                    pa.field("rank", pa.int64()),
+                    pa.field("action", pa.string()),
+                    pa.field("detail", pa.string()),
+                ]
+            )
+        ),
+        "Fixes in priority order, with parameters computed from the data.",
+    ),
+    Column("trajectory_ids", pa.list_(pa.string()), "Trajectories it touches."),
+    Column("evidence", pa.list_(pa.string()), "finding_id of the most telling findings."),
+]
+CAUSES = _schema(CAUSE_COLUMNS)
+
+RUN_COLUMNS: list[Column] = [
+    Column("run_id", pa.string(), "Run (one benchmark invocation)."),
+    Column("source_path", pa.string(), "First file the run was read from."),
+    Column("source_format", pa.string(), "Detected input format of that file."),
+    Column("agent_model", pa.string(), "Agent model (first seen in the run)."),
+    Column("user_model", pa.string(), "User-simulator model (first seen in the run)."),
+    Column("variant", pa.string(), "Experiment variant (first seen in the run)."),
+    Column("trajectories", pa.int64(), "Trajectories in the run."),
+    Column("turns", pa.int64(), "Turns in the run."),
+    Column("findings", pa.int64(), "Findings in the run."),
+    Column("trajectories_with_findings", pa.int64(), "Trajectories with at least one finding."),
+    Column("mean_reward", pa.float64(), "Mean reward of its scored trajectories."),
+]
+RUNS = _schema(RUN_COLUMNS)
+
 TABLES: dict[str, pa.Schema] = {
     "turns": TURNS,
     "trajectories": TRAJECTORIES,
     "findings": FINDINGS,
     "rejects": REJECTS,
+    "causes": CAUSES,
+    "runs": RUNS,
 }
 
 

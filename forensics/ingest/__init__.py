@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from forensics.ingest import files, tau_log, tau_results
+from forensics.ingest import (
+    capture,
+    files,
+    gemini,
+    har,
+    sidecars,
+    sse_capture,
+    tau2,
+    tau_log,
+    tau_results,
+)
 from forensics.ingest.records import Collector
 
 
@@ -39,6 +49,42 @@ FORMATS: list[Format] = [
         _sniff_tau_results,
         tau_results.ingest,
     ),
+    Format(
+        tau2.FORMAT,
+        "tau2-bench results (monolithic or dir layout)",
+        tau2.sniff_results,
+        tau2.ingest,
+    ),
+    Format(
+        tau2.FORMAT_SIMULATION,
+        "tau2-bench simulation file (dir layout)",
+        tau2.sniff_simulation,
+        tau2.ingest_simulation,
+    ),
+    Format(
+        gemini.FORMAT, "Gemini generateContent responses / SDK dumps", gemini.sniff, gemini.ingest
+    ),
+    # API captures: before the sidecar sniffer, whose small status objects a lone API body
+    # could resemble.
+    Format(har.FORMAT, "HAR 1.2 capture of LLM API calls", har.sniff, har.ingest),
+    Format(
+        capture.LITELLM_FORMAT,
+        "LiteLLM standard logging payloads / spend-log rows",
+        capture.sniff_litellm,
+        capture.ingest_litellm,
+    ),
+    Format(
+        capture.FORMAT,
+        "captured LLM API calls (request/response pairs, Batch lines, bodies)",
+        capture.sniff,
+        capture.ingest,
+    ),
+    Format(
+        sse_capture.FORMAT, "streamed response bodies (SSE)", sse_capture.sniff, sse_capture.ingest
+    ),
+    Format(
+        sidecars.FORMAT, "run-metadata sidecar (labels its run)", sidecars.sniff, sidecars.ingest
+    ),
     Format(tau_log.FORMAT, "text log with embedded messages", _sniff_text, tau_log.ingest),
 ]
 
@@ -49,6 +95,8 @@ class FileReport:
     format: str | None
     reason: str
     records: int
+    # What ingest says about a file it read without rows (an empty checkpoint, run metadata).
+    note: str | None = None
 
 
 @dataclass
@@ -92,10 +140,19 @@ def ingest(paths: list[str]) -> Ingested:
         except (OSError, EOFError) as exc:  # e.g. a truncated .gz
             collector.reject(str(path), None, f"read error: {exc}", source_format=fmt.name)
             records = 0
-        if records == 0 and not any(r["source_path"] == str(path) for r in collector.reject_rows):
+        note = "; ".join(collector.notes.get(str(path), [])) or None
+        if (
+            records == 0
+            and note is None
+            and not any(r["source_path"] == str(path) for r in collector.reject_rows)
+        ):
             collector.reject(
                 str(path), None, "no recognizable records (unknown format)", "", fmt.name
             )
-        reports.append(FileReport(str(path), fmt.name, why, records))
+        reports.append(FileReport(str(path), fmt.name, why, records, note))
     turns, trajectories, rejects = collector.tables()
+    trajectories = sidecars.apply(trajectories, collector.run_metadata)
+    for report in reports:
+        if report.format == sidecars.FORMAT:
+            report.note = sidecars.describe(Path(report.path), trajectories)
     return Ingested(turns, trajectories, rejects, reports)

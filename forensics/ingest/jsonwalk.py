@@ -9,6 +9,7 @@ the offset of each element, which becomes the source line of each message.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -98,8 +99,9 @@ def positioned_array(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
     """An array as [(start offset, element)], for walkers that need element positions."""
     out: list[tuple[int, Any]] = []
     end = skip_ws(text, _expect(text, pos, "["))  # an empty array closes right here
-    for start, item, end in elements(text, pos):
+    for start, item, stop in elements(text, pos):
         out.append((start, item))
+        end = stop
     # `elements` returned only after seeing the closing bracket after `end`.
     return out, skip_ws(text, end) + 1
 
@@ -118,3 +120,36 @@ class LineCounter:
         self.line += self.text.count("\n", self.offset, offset)
         self.offset = offset
         return self.line
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+def top_level_keys(text: str, start: int = 0) -> list[str]:
+    """Keys of the JSON object that starts at or after start, read from a possibly cut head.
+
+    Format detection sees only the first bytes of a file, where a large record does not end;
+    the keys are read token by token instead of parsing the whole value.
+    """
+    brace = text.find("{", start)
+    if brace < 0:
+        return []
+    keys: list[str] = []
+    depth = 0
+    pending: str | None = None
+    for m in _TOKEN.finditer(text, brace):
+        tok = m.group()
+        if tok in "{[":
+            depth += 1
+        elif tok in "}]":
+            depth -= 1
+            if depth == 0:
+                break
+        elif tok == ":":
+            if depth == 1 and pending is not None:
+                keys.append(pending)
+        elif tok != ",":
+            pending = tok[1:-1] if depth == 1 else None
+            continue
+        pending = None
+    return keys

@@ -31,9 +31,32 @@ FINISH_REASONS: dict[str, str] = {
     "content_filter": "content_filter",
     "safety": "content_filter",
     "recitation": "content_filter",
+    # Gemini: every blocking reason is a filter (formats-api §1.4); a call the model got wrong
+    # (malformed, undeclared, too many, missing thought signature) failed the turn: "error".
+    # OTHER, IMAGE_OTHER, NO_IMAGE, CONTINUATION and new values stay "unknown" (raw kept).
+    "blocklist": "content_filter",
+    "prohibited_content": "content_filter",
+    "spii": "content_filter",
+    "image_safety": "content_filter",
+    "image_prohibited_content": "content_filter",
+    "image_recitation": "content_filter",
+    "model_armor": "content_filter",
+    "language": "content_filter",
+    "jailbreak": "content_filter",
+    "escalation": "content_filter",
+    "pup_limited_disabled": "content_filter",
+    "malformed_function_call": "error",
+    "unexpected_tool_call": "error",
+    "too_many_tool_calls": "error",
+    "missing_thought_signature": "error",
+    "malformed_response": "error",
     "model_length": "model_length",
     "model_context_window_exceeded": "model_length",
     "error": "error",
+    # vLLM/SGLang `abort` (client gone, engine stopped); Anthropic `refusal`. Responses API
+    # statuses and vLLM `repetition` stay "unknown" with the raw value kept.
+    "abort": "error",
+    "refusal": "content_filter",
 }
 
 
@@ -80,6 +103,8 @@ class Episode:
     reward: float | None = None
     termination_reason: str | None = None
     error: str | None = None
+    # Why the episode has no (or fewer) turns, when the source says so (trajectories.ingest_note).
+    note: str | None = None
     messages: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     # Per-turn column values that the message dict itself does not carry (captures know the
     # request and response around a message: finish reason, usage, caps, HTTP status, …),
@@ -235,6 +260,11 @@ class Collector:
         self._trials: dict[tuple[str, str | None], int] = {}
         # Runs stay mutable until the end: a log may name a run's status after its episodes.
         self._runs: dict[str, Run] = {}
+        # path -> remarks about a file read without error but with nothing to turn into rows
+        # (an empty checkpoint, run metadata): it counts as accounted for, not as a reject.
+        self.notes: dict[str, list[str]] = {}
+        # directory -> labels of a run-metadata sidecar there (ingest/sidecars.py applies them).
+        self.run_metadata: dict[str, dict[str, str]] = {}
 
     def reject(
         self,
@@ -253,6 +283,9 @@ class Collector:
                 "excerpt": _excerpt(excerpt),
             }
         )
+
+    def note(self, path: str, text: str) -> None:
+        self.notes.setdefault(path, []).append(text)
 
     def add_episode(self, ep: Episode) -> None:
         run = ep.run
@@ -305,6 +338,16 @@ class Collector:
                 "endpoint": endpoint,
                 "http_status": None,
                 "error": None,
+                "tool_count": None,
+                "stream": None,
+                "stream_completed": None,
+                "enable_thinking": None,
+                "reasoning_budget": None,
+                "reasoning_effort": None,
+                "cost_usd": None,
+                "tool_calls_without_type": None,
+                "request_hash": None,
+                "request_keys": None,
             }
             overrides = ep.turn_fields.get(index)
             if overrides:
@@ -334,6 +377,7 @@ class Collector:
                 "turn_count": len(ep.messages),
                 "agent_turn_count": agent_turns,
                 "tool_call_count": tool_calls,
+                "ingest_note": ep.note,
             }
         )
 

@@ -1,0 +1,71 @@
+"""What a captured request body says about itself: its fingerprint and the keys it carried.
+
+Two turn columns come from here (schema.py documents them): `request_hash`, equal when the same
+request is sent again (retry storms are runs of equal hashes), and `request_keys`, the key paths
+the body used inside its messages (private `_keys` and keys outside the provider's schema make
+strict servers answer 400/422).
+
+The hash has two halves. The conversation half is the digest linking already computes over the
+messages (role, visible text, tool calls; ids and reasoning left out), so the history is not
+serialised a second time. The other half covers every other key (tools, caps, sampling
+parameters) as sent, through pickle: about three times cheaper than canonical JSON, and equal
+for equal bodies from the same client, which is what a retry is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from typing import Any
+
+# Lists of conversation items, walked for their keys; everything else is read at the top only
+# (tool schemas are large and their keys are the tools' own business).
+_CONVERSATION_KEYS = ("messages", "input", "contents")
+# Values not walked: what the model wrote as tool-call arguments is not the client's schema.
+_OPAQUE = frozenset({"arguments", "input", "args", "partial_json"})
+
+
+def params_digest(body: dict[str, Any]) -> bytes | None:
+    """Digest of everything in the body but the conversation; None if it can not be pickled."""
+    rest = {k: v for k, v in body.items() if k not in _CONVERSATION_KEYS}
+    try:
+        return hashlib.blake2b(pickle.dumps(rest, protocol=5), digest_size=16).digest()
+    except (RecursionError, pickle.PicklingError, TypeError):
+        return None
+
+
+def request_hash(conversation_digest: bytes, params: bytes) -> str:
+    return hashlib.blake2b(conversation_digest + params, digest_size=16).hexdigest()
+
+
+def _walk_items(items: list[Any], path: str, out: set[str]) -> None:
+    """Key paths inside the items of a list; runs for every message of every request, so
+    scalars are never recursed into and types are compared exactly."""
+    for item in items:
+        kind = type(item)
+        if kind is dict:
+            _walk_dict(item, path, out)
+        elif kind is list:
+            _walk_items(item, path + "[]", out)
+
+
+def _walk_dict(value: dict[str, Any], path: str, out: set[str]) -> None:
+    for key, inner in value.items():
+        here = f"{path}.{key}"
+        out.add(here)
+        kind = type(inner)
+        if kind is dict:
+            if key not in _OPAQUE:
+                _walk_dict(inner, here, out)
+        elif kind is list and key not in _OPAQUE:
+            _walk_items(inner, here + "[]", out)
+
+
+def request_keys(body: dict[str, Any]) -> list[str]:
+    """Top-level keys and every key path inside the conversation items, sorted."""
+    out: set[str] = set()
+    for key, value in body.items():
+        out.add(str(key))
+        if key in _CONVERSATION_KEYS and type(value) is list:
+            _walk_items(value, f"{key}[]", out)
+    return sorted(out)
