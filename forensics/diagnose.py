@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from forensics import markers
 from forensics.engine import SEVERITIES, Rule
 
 SEVERITY_WEIGHT = {s: i + 1 for i, s in enumerate(SEVERITIES)}
@@ -106,6 +107,8 @@ class Cause:
     validate: str = ""
     rules_to_zero: list[str] = field(default_factory=list)
     trajectory_ids: list[str] = field(default_factory=list)
+    # The parameters the fix texts were filled with (observed cap, recommended cap, parser, …).
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -131,8 +134,12 @@ def _labels(trajectories: pl.DataFrame, ids: set[str]) -> dict[str, str]:
     return out
 
 
-def _cap_facts(turns: pl.DataFrame) -> dict[str, Any]:
-    """What the truncated turns say about the output cap."""
+def _cap_facts(turns: pl.DataFrame, peers: pl.DataFrame | None = None) -> dict[str, Any]:
+    """What the truncated turns say about the output cap, and what length the model needs.
+
+    `peers` are the other turns of the same actors and models: those that ended on their own
+    show how long a complete answer runs (truncated ones are censored at the cap).
+    """
     facts: dict[str, Any] = {}
     caps = [c for c in turns["max_output_tokens"].drop_nulls().to_list()]
     outs = [o for o in turns["output_tokens"].drop_nulls().to_list()]
@@ -179,8 +186,46 @@ def _cap_facts(turns: pl.DataFrame) -> dict[str, Any]:
         else:
             facts["cap_text"] = ""
     cap = facts.get("cap")
-    facts["recommended_cap"] = f"{max(4096, 4 * cap):,} tokens" if cap else "4,096 tokens"
+    need = _completed_need(peers, cap, facts) if peers is not None else None
+    recommended = max(4096, 4 * cap) if cap else 4096
+    if need:
+        # Twice the longest complete answer leaves room for the turns that were cut off, which
+        # by construction needed more than anything seen complete.
+        recommended = max(recommended, next((c for c in COMMON_CAPS if c >= 2 * need), 2 * need))
+    facts["recommended_cap_tokens"] = recommended
+    facts["recommended_cap"] = f"{recommended:,} tokens"
     return facts
+
+
+def _completed_need(peers: pl.DataFrame, cap: int | None, facts: dict[str, Any]) -> int | None:
+    """Longest complete answer among the peers, in tokens (chars / 4 when no counts exist)."""
+    done = peers.filter(
+        (pl.col("think_open_count") <= pl.col("think_close_count"))
+        & (pl.col("finish_reason").fill_null("") != "max_tokens")
+    )
+    tokens = done["output_tokens"].drop_nulls()
+    if tokens.len():
+        lengths, unit = sorted(tokens.to_list()), "output tokens"
+    else:
+        chars = done["content_chars"].fill_null(0) + done["reasoning"].str.len_chars().fill_null(0)
+        lengths = sorted(round(c / CHARS_PER_TOKEN) for c in chars.to_list())
+        unit = "tokens (~4 chars per token)"
+    if not lengths:
+        facts["cap_text"] += (
+            " No turn of the same actor and model finished under the cap: how long a complete "
+            "answer runs is unknown, only that it is longer"
+            + (f" than {cap} tokens." if cap else ".")
+        )
+        facts["completed_turns"] = 0
+        return None
+    p95 = lengths[min(len(lengths) - 1, round(0.95 * (len(lengths) - 1)))]
+    facts["completed_turns"] = len(lengths)
+    facts["completed_max_tokens"] = lengths[-1]
+    facts["cap_text"] += (
+        f" {len(lengths)} turns of the same actor and model finished on their own, using up to "
+        f"{lengths[-1]:,} {unit} (95th percentile {p95:,})."
+    )
+    return lengths[-1]
 
 
 def _facts(
@@ -212,7 +257,13 @@ def _facts(
             if in_think == hit.height
             else "at the output-token limit"
         )
-        facts.update(_cap_facts(hit))
+        models = hit["model"].drop_nulls().unique().to_list()
+        peers = turns.filter(
+            pl.col("actor").is_in(actors)
+            & pl.col("model").is_in(models)
+            & ~pl.col("turn_key").is_in(list(keys))
+        )
+        facts.update(_cap_facts(hit, peers))
         facts["thinking_switch"] = (
             _match(THINKING_SWITCHES, agent_model) or "the server's per-request thinking switch"
         )
@@ -239,7 +290,318 @@ def _facts(
         )
     elif spec.id == "degenerate-repetition":
         facts["loop_findings"] = found.height
+    elif spec.id in CATALOGUE_FACTS:
+        facts.update(CATALOGUE_FACTS[spec.id](hit, found, labels, facts))
     return facts
+
+
+# --- Facts of the rule-catalogue causes -----------------------------------------------------
+# Each takes the turns the cause's findings point at, the findings, the run labels and the
+# common facts, and returns the parameters its fix texts name (rules/causes.toml).
+
+# Parsers whose markup only parses with the model's own tool chat template, and parsers whose
+# markers are special tokens that skip_special_tokens=true strips (failure catalogue §5).
+TEMPLATE_PARSERS = {"deepseek_v3", "deepseek_v31", "deepseek_v32", "llama3_json", "minimax_m2"}
+SPECIAL_TOKEN_PARSERS = {"mistral", "internlm", "jamba", "step3", "kimi_k2", "openai"}
+
+
+def _counts(values: list[Any]) -> list[tuple[Any, int]]:
+    """Value counts, most frequent first, ties by value: stable text for the same input."""
+    tally: dict[Any, int] = {}
+    for v in values:
+        tally[v] = tally.get(v, 0) + 1
+    return sorted(tally.items(), key=lambda kv: (-kv[1], str(kv[0])))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _models_text(hit: pl.DataFrame) -> str:
+    return ", ".join(sorted(set(hit["model"].drop_nulls().to_list()))) or "the agent model"
+
+
+def _tool_markup_facts(hit, found, labels, facts) -> dict[str, Any]:
+    formats = _counts(hit["tool_markup_format"].drop_nulls().to_list())
+    parsers = [f for f, _ in formats if f != markers.UNWRAPPED_JSON]
+    parser = parsers[0] if parsers else None
+    where = hit["tool_markup_in"].to_list()
+    server = labels.get("server.tool_call_parser")
+    shown = [f"{_plural(n, 'turn')} of {f}" for f, n in formats[:4]]
+    if len(formats) > 4:
+        shown.append(f"{sum(n for _, n in formats[4:])} more of {len(formats) - 4} other formats")
+    return {
+        "markup_turns": hit.height,
+        "formats_text": (
+            f"{formats[0][0]} markup" if len(formats) == 1 else "markup (" + ", ".join(shown) + ")"
+        ),
+        "has_parser": parser is not None,
+        "parser": parser or "<format>",
+        "parser_sglang": markers.SGLANG_PARSERS.get(parser or "", "no SGLang equivalent"),
+        "server_text": (
+            f"The server ran --tool-call-parser {server}, which does not read it. "
+            if server and server != parser
+            else ""
+        ),
+        "needs_template": parser in TEMPLATE_PARSERS,
+        "special_tokens": parser in SPECIAL_TOKEN_PARSERS,
+        "in_reasoning": "reasoning" in where,
+        "reasoning_turns": where.count("reasoning"),
+        "unwrapped": markers.UNWRAPPED_JSON in dict(formats),
+        "unwrapped_turns": dict(formats).get(markers.UNWRAPPED_JSON, 0),
+    }
+
+
+def _budget_facts(hit, found, labels, facts) -> dict[str, Any]:
+    caps = hit["max_output_tokens"].drop_nulls().to_list()
+    thoughts = sorted(hit["reasoning_tokens"].drop_nulls().to_list())
+    cap = statistics.mode(caps) if caps else None
+    text = []
+    if thoughts:
+        low, high = thoughts[0], thoughts[-1]
+        span = f"{low:,}" if low == high else f"{low:,}–{high:,}"
+        turns = _plural(len(thoughts), "turn")
+        text.append(f"Reasoning took {span} tokens of the output in {turns}")
+    if cap:
+        text.append(f"the requests asked for at most {cap:,} output tokens")
+    budget_text = ("; ".join(text) + ".") if text else ""
+    need = max([cap or 0, *thoughts])
+    recommended = max(4096, 4 * need) if need else 4096
+    model = next(iter(hit["model"].drop_nulls().to_list()), "") or ""
+    thinking_switch = _match(THINKING_SWITCHES, model) or "the server's per-request switch"
+    if re.search("gemini", model, re.IGNORECASE):
+        switch = "thinkingConfig.thinkingBudget"
+        thinking_switch = "thinkingBudget: 0 where the model allows it (not 2.5 Pro)"
+    elif re.search(r"gpt-5|o\d|gpt-oss", model, re.IGNORECASE):
+        switch = "reasoning_effort (low), or max_completion_tokens with headroom"
+    else:
+        switch = "a thinking budget (vLLM thinking_token_budget, llama.cpp --reasoning-budget)"
+    return {
+        "exhausted_turns": hit.height,
+        "budget_text": budget_text,
+        "recommended_cap": f"{recommended:,} tokens",
+        "thinking_budget": f"{recommended // 2:,}",
+        "budget_switch": switch,
+        "thinking_switch": thinking_switch,
+    }
+
+
+def _answer_in_reasoning_facts(hit, found, labels, facts) -> dict[str, Any]:
+    model = next(iter(hit["model"].drop_nulls().to_list()), None)
+    server = labels.get("server.reasoning_parser")
+    parser = _match(REASONING_PARSERS, model) or "<family>"
+    return {
+        "answer_turns": hit.height,
+        "models_text": _models_text(hit),
+        "reasoning_parser": parser,
+        "server_text": (
+            f"The server ran --reasoning-parser {server}. " if server and server != parser else ""
+        ),
+        "kimi": bool(model and re.search("kimi", model, re.IGNORECASE)),
+    }
+
+
+def _filter_facts(hit, found, labels, facts) -> dict[str, Any]:
+    reasons = [
+        raw or ("prompt blocked" if error else "filtered")
+        for raw, error in zip(
+            hit["finish_reason_raw"].to_list(), hit["error"].to_list(), strict=True
+        )
+    ]
+    # Gemini/Vertex verdicts and Azure deployments have settings a user can change.
+    configurable = " ".join([*hit["model"].drop_nulls().to_list(), *reasons])
+    return {
+        "filtered_turns": hit.height,
+        "reasons_text": ", ".join(f"{r} ×{n}" for r, n in _counts(reasons)),
+        "gemini_or_azure": bool(
+            re.search(r"gemini|azure|SAFETY|MODEL_ARMOR|BLOCKLIST|SPII", configurable, re.I)
+        ),
+    }
+
+
+def _malformed_facts(hit, found, labels, facts) -> dict[str, Any]:
+    raw = [str(r or "").upper() for r in hit["finish_reason_raw"].to_list()]
+    errors = [e or "" for e in hit["error"].to_list()]
+    undeclared = sorted(
+        {m.group(1) for e in errors if (m := re.search(r"undeclared function:\s*([\w.-]+)", e))}
+    )
+    rejected = [
+        r
+        if r in ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS")
+        else "tool_use_failed"
+        for r, e in zip(raw, errors, strict=True)
+        if r in ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS")
+        or re.search("tool_use_failed|failed_generation", e, re.IGNORECASE)
+    ]
+    truncated = hit.filter(pl.col("finish_reason") == "max_tokens").height
+    return {
+        "truncated_args": truncated > 0,
+        "truncated_args_turns": truncated,
+        "undeclared": bool(undeclared),
+        "undeclared_text": ", ".join(undeclared),
+        "rejected": bool(rejected),
+        "rejected_turns": len(rejected),
+        "reasons_text": ", ".join(f"{r} ×{n}" for r, n in _counts(rejected)),
+    }
+
+
+def _empty_calls_facts(hit, found, labels, facts) -> dict[str, Any]:
+    server = labels.get("server.tool_call_parser")
+    return {
+        "empty_turns": hit.height,
+        "server_text": f"The server ran --tool-call-parser {server}. "
+        if server
+        else "No --tool-call-parser is recorded for the server. ",
+    }
+
+
+def _missing_type_facts(hit, found, labels, facts) -> dict[str, Any]:
+    return {
+        "untyped_calls": int(hit["tool_calls_without_type"].fill_null(0).sum()),
+        "untyped_turns": hit.height,
+        "models_text": _models_text(hit),
+    }
+
+
+def _request_field_facts(hit, found, labels, facts) -> dict[str, Any]:
+    keys = [
+        k
+        for col in ("request_private_keys", "request_foreign_keys")
+        for ks in hit[col].to_list()
+        for k in ks or []
+    ]
+    shown = [k for k, _ in _counts(keys)]
+    errors = " ".join(e or "" for e in hit["error"].to_list())
+    return {
+        "field_turns": hit.height,
+        "keys_text": (
+            ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+            if shown
+            else "fields the server refused (see the errors)"
+        ),
+        "reasoning_replayed": any("reasoning_content" in k for k in keys)
+        or "reasoning_content" in errors,
+    }
+
+
+def _http_facts(hit, found, labels, facts) -> dict[str, Any]:
+    statuses = [
+        "status 0"
+        if s == 0
+        else ("error inside a 2xx response" if s is None or 200 <= s < 300 else f"HTTP {s}")
+        for s in hit["http_status"].to_list()
+    ]
+    codes = set(hit["http_status"].drop_nulls().to_list())
+    first = next(iter(hit.sort("source_path", "source_line")["error"].drop_nulls().to_list()), "")
+    return {
+        "error_turns": hit.height,
+        "statuses_text": ", ".join(f"{s} ×{n}" for s, n in _counts(statuses)),
+        "first_error": (first[:200] + ("…" if len(first) > 200 else "")) or "(no error text)",
+        "rate_limited": 429 in codes,
+        "auth_or_route": bool(codes & {401, 403, 404}),
+        "server_side": bool({c for c in codes if c == 0 or c >= 500}),
+    }
+
+
+def _overflow_facts(hit, found, labels, facts) -> dict[str, Any]:
+    limits = [
+        int(m.group(1))
+        for e in hit["error"].drop_nulls().to_list()
+        if (m := re.search(r"maximum context length is (\d+)", e, re.IGNORECASE))
+    ]
+    inputs = hit["input_tokens"].drop_nulls().to_list()
+    text = ""
+    if limits:
+        text = f" of {max(limits):,} tokens"
+    if inputs:
+        text += f" (prompts up to {max(inputs):,} tokens)"
+    return {
+        "overflow_turns": hit.height,
+        "limit_text": text,
+        "limit_suffix": f" than {max(limits):,} tokens" if limits else "",
+    }
+
+
+def _retry_facts(hit, found, labels, facts) -> dict[str, Any]:
+    attempts = [
+        int(m.group(1))
+        for m in (re.search(r"sent (\d+) times", msg) for msg in found["message"].to_list())
+        if m
+    ]
+    return {"storms": found.height, "max_attempts": max(attempts) if attempts else "?"}
+
+
+def _stream_facts(hit, found, labels, facts) -> dict[str, Any]:
+    endpoints = sorted(set(hit["endpoint"].drop_nulls().to_list()))
+    return {
+        "cut_turns": hit.height,
+        "endpoints_text": ", ".join(endpoints) if endpoints else "endpoint not recorded",
+    }
+
+
+def _announce_facts(hit, found, labels, facts) -> dict[str, Any]:
+    return {"announce_turns": hit.height, "models_text": _models_text(hit)}
+
+
+def _no_action_facts(hit, found, labels, facts) -> dict[str, Any]:
+    return {"episodes": found["trajectory_id"].n_unique()}
+
+
+def _format_facts(hit, found, labels, facts) -> dict[str, Any]:
+    both = pl.col("error").fill_null("").str.contains("both text content and tool calls")
+    text = pl.col("visible_chars") > 0
+    shape = (
+        pl.when(both | (pl.col("has_tool_calls") & text))
+        .then(pl.lit("mixed"))
+        .when(~pl.col("has_tool_calls") & ~text)
+        .then(pl.lit("empty"))
+        .when(~pl.col("has_tool_calls"))
+        .then(pl.lit("solo"))
+    )
+    shapes = dict(_counts(hit.select(shape.alias("shape"))["shape"].drop_nulls().to_list()))
+    out: dict[str, Any] = {}
+    for kind, noun in (
+        ("empty", "agent message"),
+        ("mixed", "agent message"),
+        ("solo", "text message"),
+    ):
+        out[f"{kind}_turns"] = _plural(shapes.get(kind, 0), noun)
+        out[f"has_{kind}"] = kind in shapes
+    return out
+
+
+def _early_stop_facts(hit, found, labels, facts) -> dict[str, Any]:
+    tokens = [
+        m.group(0)
+        for c in hit["content"].drop_nulls().to_list()
+        if (m := re.search(r"###(?:STOP|TRANSFER|OUT-OF-SCOPE)###", c))
+    ]
+    models = sorted(set(hit["model"].drop_nulls().to_list()))
+    return {
+        "early_stops": hit.height,
+        "user_model_text": ", ".join(models) if models else "user model not recorded",
+        "tokens_text": ", ".join(f"{t} ×{n}" for t, n in _counts(tokens)),
+    }
+
+
+CATALOGUE_FACTS = {
+    "tool-parser-mismatch": _tool_markup_facts,
+    "thinking-budget-exhausted": _budget_facts,
+    "answer-in-reasoning": _answer_in_reasoning_facts,
+    "content-filtered": _filter_facts,
+    "malformed-tool-call": _malformed_facts,
+    "empty-tool-calls": _empty_calls_facts,
+    "tool-call-missing-type": _missing_type_facts,
+    "internal-fields-in-request": _request_field_facts,
+    "http-error": _http_facts,
+    "context-overflow": _overflow_facts,
+    "retry-storm": _retry_facts,
+    "stream-cut-off": _stream_facts,
+    "announced-action-without-call": _announce_facts,
+    "no-action-failure": _no_action_facts,
+    "message-format-violation": _format_facts,
+    "user-sim-early-stop": _early_stop_facts,
+}
 
 
 def _rank_key(c: Cause, order: int) -> tuple:
@@ -342,6 +704,7 @@ def diagnose(
                 validate=spec.validate,
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
                 trajectory_ids=sorted(ids),
+                facts=dict(facts),
             )
         )
     orders = {c.id: specs[c.id].order if c.id in specs else 99 for c in causes}

@@ -20,6 +20,13 @@ MIN_COMPRESSION_CHARS = 300
 COMPRESSION_WINDOW = 2000
 MIN_SIMILARITY_WORDS = 8
 SIMILARITY_WINDOW = 4000
+# Exact tail loops (catalogue §4.2): a unit of up to 512 chars repeated at least 3 times back to
+# back at the end of the text, covering at least 200 chars (shorter runs occur in normal lists).
+TAIL_MIN_REPEATS = 3
+TAIL_MIN_CHARS = 200
+TAIL_MAX_PERIOD = 512
+TAIL_PROBE = 16
+TAIL_MAX_CANDIDATES = 32
 
 
 def _compression_ratio(texts: pl.Series) -> pl.Series:
@@ -31,6 +38,141 @@ def _compression_ratio(texts: pl.Series) -> pl.Series:
         raw = text[-COMPRESSION_WINDOW:].encode()
         out.append(round(len(raw) / len(zlib.compress(raw, 9)), 3))
     return pl.Series(out, dtype=pl.Float64)
+
+
+def _tail_loop(text: str) -> tuple[int, int] | None:
+    """(period, chars) of an exact repetition at the end of `text`, or None (catalogue §4.2).
+
+    Candidate periods come from earlier occurrences of the last TAIL_PROBE characters (a handful
+    of C-speed rfind calls; normal prose has none), so the cost stays linear in the window.
+    """
+    window = text[-COMPRESSION_WINDOW:]
+    tail = window.rstrip()
+    n = len(tail)
+    if n < TAIL_MIN_CHARS:
+        return None
+    # The last copy may have lost only its trailing whitespace to the strip: it still counts.
+    stripped = len(window) - n
+    probe = tail[-TAIL_PROBE:]
+
+    def periodic(length: int, p: int) -> bool:
+        return tail[n - length + p :] == tail[n - length : n - p]
+
+    end = n - 1
+    for _ in range(TAIL_MAX_CANDIDATES):
+        start = tail.rfind(probe, 0, end)
+        if start < 0:
+            return None
+        p = n - TAIL_PROBE - start
+        if p > TAIL_MAX_PERIOD:
+            return None
+        shortest = max(TAIL_MIN_REPEATS * p - min(stripped, p - 1), TAIL_MIN_CHARS)
+        if shortest <= n and periodic(shortest, p):
+            lo, hi = shortest, n  # the periodic tail only grows while it stays periodic
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if periodic(mid, p) else (lo, mid - 1)
+            return p, lo
+        end = start + TAIL_PROBE - 1
+    return None
+
+
+def _tail_loops(texts: pl.Series) -> pl.Series:
+    found = [None if t is None else _tail_loop(t) for t in texts]
+    return pl.Series(
+        [{"period": f[0], "chars": f[1]} if f else None for f in found],
+        dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64}),
+    )
+
+
+def _markup_format(text: pl.Expr) -> pl.Expr:
+    """The first tool-call markup format of markers.TOOL_MARKUP found in `text`, else NULL."""
+    chain = None
+    for markup in markers.TOOL_MARKUP:
+        hit = text.str.contains(markup.pattern)
+        if markup.unless:
+            hit = hit & ~text.str.contains(markup.unless)
+        chain = (pl.when(hit) if chain is None else chain.when(hit)).then(pl.lit(markup.vllm))
+    assert chain is not None
+    return chain.otherwise(pl.lit(None, dtype=pl.String))
+
+
+def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
+    """tool_markup_format / tool_markup_in of assistant turns: visible text first, then the
+    reasoning (field or inline block), then the tool names."""
+    assistant = pl.col("role") == "assistant"
+    content = pl.col("content").fill_null("")
+    inline_reasoning = pl.concat_str(
+        [
+            content.str.extract_all(
+                f"{markers.CLOSED_BLOCK_RE}|{markers.UNCLOSED_TAIL_RE}"
+            ).list.join("\n"),
+            pl.when(pl.col("think_open_count") == 0)
+            .then(content.str.extract(f"({markers.LEADING_TO_CLOSER_RE})", 1))
+            .otherwise(None),
+        ],
+        separator="\n",
+        ignore_nulls=True,
+    )
+    reasoning = pl.concat_str(
+        [pl.col("reasoning"), inline_reasoning], separator="\n", ignore_nulls=True
+    )
+    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join("\n")
+    in_names = (
+        pl.when(names.str.contains(markers.TOOL_NAME_MARKUP))
+        .then(pl.coalesce(_markup_format(names), pl.lit(markers.TOOL_NAME_PARSER)))
+        .otherwise(None)
+    )
+    df = df.with_columns(
+        pl.when(assistant).then(_markup_format(pl.col("visible_text"))).alias("_in_content"),
+        pl.when(assistant).then(_markup_format(reasoning)).alias("_in_reasoning"),
+        pl.when(assistant).then(in_names).alias("_in_names"),
+    )
+    found = pl.coalesce("_in_content", "_in_reasoning", "_in_names")
+    model = pl.col("model").fill_null("")
+    for detected, pattern, parser in markers.MODEL_PARSER_OVERRIDES:
+        found = (
+            pl.when((found == detected) & model.str.contains(pattern))
+            .then(pl.lit(parser))
+            .otherwise(found)
+        )
+    where = (
+        pl.when(pl.col("_in_content").is_not_null())
+        .then(pl.lit("content"))
+        .when(pl.col("_in_reasoning").is_not_null())
+        .then(pl.lit("reasoning"))
+        .when(pl.col("_in_names").is_not_null())
+        .then(pl.lit("tool_name"))
+    )
+    return df.with_columns(found.alias("tool_markup_format"), where.alias("tool_markup_in")).drop(
+        "_in_content", "_in_reasoning", "_in_names"
+    )
+
+
+def _announces_action(visible: pl.Expr, transferred_before: pl.Expr) -> pl.Expr:
+    """The turn's last sentence announces an action, unconditionally."""
+    last = visible.str.strip_chars().str.extract(markers.LAST_SENTENCE_RE, 1).str.strip_chars()
+    announces = last.str.contains(markers.ANNOUNCEMENT_RE) | (
+        last.str.contains(markers.HANDOFF_RE) & ~transferred_before
+    )
+    return (announces & ~last.str.contains(markers.CONDITIONAL_RE)).fill_null(False)
+
+
+def _request_keys(df: pl.DataFrame) -> pl.DataFrame:
+    keys = pl.col("request_keys")
+    private = pl.element().str.contains(r"(?:^|\.)_")
+    message = pl.element().str.starts_with(markers.MESSAGE_KEY_PREFIX)
+    known = (
+        pl.element()
+        .str.strip_prefix(markers.MESSAGE_KEY_PREFIX)
+        .is_in(sorted(markers.OPENAI_MESSAGE_KEYS))
+    )
+    return df.with_columns(
+        keys.list.eval(pl.element().filter(private)).alias("request_private_keys"),
+        keys.list.eval(pl.element().filter(message & ~known & ~private)).alias(
+            "request_foreign_keys"
+        ),
+    )
 
 
 def _redacted(df: pl.DataFrame) -> pl.DataFrame:
@@ -95,5 +237,29 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
         .otherwise(None)
         .cast(pl.Float64)
         .alias("prev_same_actor_similarity"),
+        whole.map_batches(
+            _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
+        ).alias("_tail"),
     )
+    agent_reply = (pl.col("role") == "assistant") & (pl.col("actor") == "agent")
+    asks = pl.col("visible_text").str.contains(markers.ASKS_USER_RE)
+    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
+    transferred_before = (
+        names.str.contains(markers.TRANSFER_TOOL_RE)
+        .shift(1)
+        .over(["trajectory_id", "actor"], order_by="turn_index")
+        .fill_null(False)
+    )
+    df = df.with_columns(
+        pl.when(agent_reply).then(asks).otherwise(None).alias("asks_user"),
+        pl.when(agent_reply)
+        .then(_announces_action(pl.col("visible_text"), transferred_before) & ~asks)
+        .otherwise(None)
+        .alias("announces_action"),
+    )
+    df = df.with_columns(
+        pl.col("_tail").struct.field("period").alias("tail_period"),
+        pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
+    )
+    df = _request_keys(_tool_markup(df))
     return df.select(schema.TURNS.names)

@@ -6,6 +6,8 @@ tests/rule_fixtures/<rule-id>.jsonl holds one trajectory per line:
      "expect": {"ruleid": [turn indexes where the rule MUST fire],
                 "ok": [turn indexes where it must NOT fire]},
      "turns": [{"role": "assistant", "content": "...", "finish_reason_raw": "length", ...}, ...],
+     "trajectory": {"reward": 0.0, "termination_reason": "agent_error",
+                    "source_format": "tau2_results", "labels": {"k": "v"}},   # optional
      "xfail": "reason"}                      # optional: a known bug in the rule, see below
 
 A turn is a partial row of schema.RAW_TURNS. Missing columns are NULL. The helper fills
@@ -16,7 +18,10 @@ may be written as JSON objects; they are stored as JSON text.
 
 The rule must fire on exactly the `ruleid` turns of the case (no more, no fewer) and never on an
 `ok` turn. All cases run together through enrich + engine.check with the full pack, each case
-its own trajectory, so a rule that leaks across trajectories fails here too. A case marked
+its own trajectory, so a rule that leaks across trajectories fails here too. "trajectory"
+sets episode columns of schema.TRAJECTORIES that rules join on (reward, termination reason,
+labels as a mapping); its "source_format" also applies to the turns, for rules that only
+read one harness's files (tau2). A case marked
 `xfail` documents a suspected bug in a rule or in enrich: it reports as xfailed while the bug
 is there and fails once the rule is fixed, so the mark gets removed.
 """
@@ -49,7 +54,9 @@ HELPER_COLUMNS = {
     "turn_index",
 }
 TURN_KEYS = set(schema.RAW_TURNS.names) - HELPER_COLUMNS
-CASE_KEYS = {"case", "expect", "turns", "xfail"}
+CASE_KEYS = {"case", "expect", "turns", "xfail", "trajectory"}
+TRAJECTORY_KEYS = (set(schema.TRAJECTORIES.names) - HELPER_COLUMNS) | {"source_format"}
+TRAJECTORY_KEYS -= {"trajectory_id", "turn_count", "agent_turn_count", "tool_call_count"}
 
 
 @dataclass(frozen=True, repr=False)
@@ -89,6 +96,14 @@ class Case:
     @property
     def xfail(self) -> str | None:
         return self.raw.get("xfail")
+
+    @property
+    def episode(self) -> dict[str, Any]:
+        return self.raw.get("trajectory") or {}
+
+    @property
+    def source_format(self) -> str:
+        return self.episode.get("source_format", "rule_fixture")
 
 
 def _load_cases() -> list[Case]:
@@ -131,7 +146,7 @@ def _rows(case: Case) -> list[dict[str, Any]]:
         row.update(
             source_path=case.source_path,
             source_line=case.line,
-            source_format="rule_fixture",
+            source_format=case.source_format,
             run_id=f"fixtures-{case.rule}",
             trajectory_id=case.trajectory_id,
             task_id=case.name,
@@ -148,14 +163,18 @@ def _rows(case: Case) -> list[dict[str, Any]]:
 
 def _trajectory(case: Case) -> dict[str, Any]:
     rows = _rows(case)
+    episode = {k: v for k, v in case.episode.items() if k != "labels"}
+    labels = case.episode.get("labels") or {}
     return {
+        **episode,
         "trajectory_id": case.trajectory_id,
         "run_id": f"fixtures-{case.rule}",
         "source_path": case.source_path,
         "source_line": case.line,
-        "source_format": "rule_fixture",
+        "source_format": case.source_format,
         "task_id": case.name,
         "trial": 0,
+        "labels": [{"key": k, "value": str(v)} for k, v in sorted(labels.items())],
         "turn_count": len(rows),
         "agent_turn_count": sum(r["actor"] == "agent" for r in rows),
         "tool_call_count": sum(len(r["tool_calls"] or []) for r in rows if r["actor"] == "agent"),
@@ -172,6 +191,13 @@ def _problems(case: Case) -> list[str]:
         problems.append('"case" must be a non-empty name')
     if raw.get("xfail") is not None and not (isinstance(raw["xfail"], str) and raw["xfail"]):
         problems.append('"xfail" must be a reason')
+    episode = raw.get("trajectory")
+    if episode is not None and not isinstance(episode, dict):
+        problems.append('"trajectory" must be an object')
+    elif episode and (unknown := set(episode) - TRAJECTORY_KEYS):
+        problems.append(f"trajectory: unknown or helper-filled columns {sorted(unknown)}")
+    elif episode and not isinstance(episode.get("labels", {}), dict):
+        problems.append('trajectory: "labels" must be an object of key: value')
     expect = raw.get("expect")
     if not isinstance(expect, dict) or set(expect) != {"ruleid", "ok"}:
         problems.append('"expect" must have exactly "ruleid" and "ok"')

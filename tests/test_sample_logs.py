@@ -22,6 +22,9 @@ def _expected_output2() -> set[tuple[str, str, int, int]]:
             agent_turn = 2 + 2 * k
             expected.add(("unclosed-think", task, agent_turn, first_line + 2 + 4 * k))
             expected.add(("reasoning-leak", task, agent_turn + 1, first_line + 4 + 4 * k))
+        # reward 0, tools attached, not one call or question: pointed at the last agent turn
+        last = agents - 1
+        expected.add(("no-action-failure", task, 2 + 2 * last, first_line + 2 + 4 * last))
     expected |= {
         ("think-loop", "12", 4, 124),  # agent turns 2-12 repeat each other
         ("think-loop", "12", 9, 134),  # user simulator turns 7-11
@@ -87,7 +90,10 @@ def test_output2_diagnosis(output2_scan):
     assert [c.id for c in causes] == ["truncated-output", "reasoning-in-content"]
     first, second = causes
     assert first.trajectories == 3 and first.reward_lost == 3.0
-    assert first.explains == [{"rule": "think-loop", "findings": 5, "trajectories": 3}]
+    assert first.explains == [
+        {"rule": "think-loop", "findings": 5, "trajectories": 3},
+        {"rule": "no-action-failure", "findings": 3, "trajectories": 3},
+    ]
     fix1 = first.fixes[0]
     assert "max_tokens" in fix1["action"]
     assert "18 agent turns in 3 trajectories" in fix1["detail"]
