@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 import polars as pl
 
+from forensics.diagnose import TOOL_CALL_PARSERS
 from forensics.pipeline import ScanResult
 
 EXCERPT_CHARS = 600
+# Opening of an evidence turn shown before the rule's excerpt (which is usually the turn's end):
+# together they show e.g. the `<think>` that opened and the sentence that was cut off.
+HEAD_CHARS = 220
+# The fix parameters worth a line of their own: fact key (rules/causes.toml placeholders filled
+# by diagnose.py), label, format of the value.
+PARAMETERS = [
+    ("cap", "output cap observed (max_tokens)", "{:,} tokens"),
+    ("truncated_turns", "turns cut off at the cap", "{:,}"),
+    ("completed_max_tokens", "longest complete answer of the same actor and model", "{:,} tokens"),
+    ("recommended_cap", "recommended output cap", "at least {}"),
+    ("thinking_switch", "switch thinking off per request", "{}"),
+    ("reasoning_parser", "reasoning parser for the model", "--reasoning-parser {}"),
+    ("shared_text", "endpoint shared by agent and user simulator", "{}"),
+]
 
 
 def _finding(row: dict[str, Any]) -> dict[str, Any]:
@@ -31,9 +47,171 @@ def _finding(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _turn_head(content: str | None, excerpt: str | None) -> str:
+    """The turn's opening, when the rule's excerpt starts later (it begins with '…')."""
+    if not content or not excerpt or not excerpt.startswith("…"):
+        return ""
+    tail = excerpt.lstrip("… ").strip()[:40]
+    start = content.find(tail) if tail else -1
+    end = min(HEAD_CHARS, start) if start >= 0 else HEAD_CHARS
+    return content[:end]
+
+
+def _evidence(
+    finding: dict[str, Any], contents: dict[tuple[str, int], str | None]
+) -> dict[str, Any]:
+    key = (finding["trajectory_id"], finding["turn_index"])
+    content = contents.get(key)
+    return {
+        **finding,
+        "turn_head": _turn_head(content, finding["evidence"]),
+        "turn_chars": len(content or ""),
+    }
+
+
+def _by_variant(result: ScanResult) -> list[dict[str, Any]]:
+    """Per variant and agent model: how many trajectories, what they scored, what was found."""
+    keys = ["variant", "agent_model"]
+    traj = result.trajectories.with_columns(
+        pl.col("variant").fill_null("(none)"), pl.col("agent_model").fill_null("?")
+    )
+    found = result.findings.join(
+        traj.select("trajectory_id", *keys), on="trajectory_id", how="left"
+    ).with_columns(pl.col(k).fill_null("?") for k in keys)
+    out = []
+    for row in (
+        traj.group_by(keys)
+        .agg(
+            pl.len().alias("trajectories"),
+            pl.col("reward").drop_nulls().len().alias("scored"),
+            pl.col("reward").mean().alias("mean_reward"),
+            pl.col("user_model").drop_nulls().unique().sort().alias("user_models"),
+        )
+        .sort(keys)
+        .iter_rows(named=True)
+    ):
+        mine = found.filter(
+            (pl.col("variant") == row["variant"]) & (pl.col("agent_model") == row["agent_model"])
+        )
+        by_rule = Counter(mine["rule"].to_list())
+        out.append(
+            {
+                **row,
+                "mean_reward": None if row["mean_reward"] is None else round(row["mean_reward"], 4),
+                "findings": mine.height,
+                "trajectories_with_findings": mine["trajectory_id"].n_unique(),
+                "findings_by_rule": dict(sorted(by_rule.items())),
+            }
+        )
+    return out
+
+
+def _fix_plan(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every fix, numbered once across causes: cause 1's fixes first (upstream, most impact)."""
+    plan = []
+    for c in causes:
+        for fix in c["fixes"]:
+            plan.append(
+                {
+                    "n": len(plan) + 1,
+                    "cause_rank": c["rank"],
+                    "cause_id": c["id"],
+                    "cause_title": c["title"],
+                    "rank_in_cause": fix["rank"],
+                    "action": fix["action"],
+                    "detail": fix["detail"],
+                }
+            )
+    return plan
+
+
+def _parameters(causes: list[dict[str, Any]], trajectories: pl.DataFrame) -> list[dict[str, Any]]:
+    """The numbers and names the fixes use, each with the cause it came from."""
+    rows = []
+    for c in causes:
+        facts = c["parameters"]
+        for key, label, fmt in PARAMETERS:
+            value = facts.get(key)
+            if value is None or value == "" or (key == "cap" and not isinstance(value, int)):
+                continue
+            rows.append(
+                {"key": key, "label": label, "value": fmt.format(value), "cause_rank": c["rank"]}
+            )
+    # The tool-call parser the server ran with (a run label), against the one the model needs.
+    seen = set()
+    for row in trajectories.sort("run_id").iter_rows(named=True):
+        labels = {lab["key"]: lab["value"] for lab in row["labels"] or []}
+        parser = labels.get("server.tool_call_parser")
+        if not parser or (parser, row["agent_model"]) in seen:
+            continue
+        seen.add((parser, row["agent_model"]))
+        expected = next(
+            (v for pat, v in TOOL_CALL_PARSERS if re.search(pat, row["agent_model"] or "", re.I)),
+            None,
+        )
+        verdict = (
+            f"matches {row['agent_model']}"
+            if expected == parser
+            else f"{row['agent_model']} needs {expected}"
+            if expected
+            else f"no known parser for {row['agent_model'] or 'an unknown model'}"
+        )
+        rows.append(
+            {
+                "key": "tool_call_parser",
+                "label": "tool-call parser the server ran with",
+                "value": f"--tool-call-parser {parser} ({verdict})",
+                "cause_rank": None,
+            }
+        )
+    return rows
+
+
+def _checks(
+    causes: list[dict[str, Any]], rule_counts: Counter, not_checked: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """What the next scan must show: each rule a fix should silence, its count now, target 0."""
+    unchecked: dict[str, list[str]] = {}
+    for n in not_checked:
+        unchecked.setdefault(n["rule"], []).extend(n["missing"])
+    checks, seen = [], set()
+    for c in causes:
+        for rule in c["rules_to_zero"]:
+            if rule in seen:
+                continue
+            seen.add(rule)
+            checks.append(
+                {
+                    "rule": rule,
+                    "cause_rank": c["rank"],
+                    "now": rule_counts.get(rule, 0),
+                    "target": 0,
+                    # A rule that could not run on some input proves nothing there by reading 0.
+                    "not_checked_for_lack_of": sorted(set(unchecked.get(rule, []))),
+                }
+            )
+    return checks
+
+
 def build(result: ScanResult) -> dict[str, Any]:
     findings = [_finding(r) for r in result.findings.iter_rows(named=True)]
     by_id = {f["id"]: f for f in findings}
+    evidence_ids = {i for c in result.diagnosis.causes for i in c.evidence}
+    evidence_turns = {
+        (f["trajectory_id"], f["turn_index"]) for i, f in by_id.items() if i in evidence_ids
+    }
+    keys = [f"{t}#{i}" for t, i in sorted(evidence_turns)]
+    contents = {
+        (r["trajectory_id"], r["turn_index"]): r["content"]
+        for r in result.turns.filter(pl.col("turn_key").is_in(keys))
+        .select("trajectory_id", "turn_index", "content")
+        .iter_rows(named=True)
+    }
+    rule_titles = {r.id: r.title for r in result.rules}
+    total = result.trajectories.height
+    lost_total = round(
+        sum(1.0 - r for r in result.trajectories["reward"].drop_nulls().to_list()), 3
+    )
     rejects = [
         {
             "path": r["source_path"],
@@ -61,7 +239,16 @@ def build(result: ScanResult) -> dict[str, Any]:
                 "why_ranked": c.why_ranked,
                 "explains": c.explains,
                 "fixes": c.fixes,
-                "evidence": [by_id[i] for i in c.evidence if i in by_id],
+                "evidence": [_evidence(by_id[i], contents) for i in c.evidence if i in by_id],
+                "share": round(c.trajectories / total, 4) if total else 0.0,
+                "reward_lost_share": round(c.reward_lost / lost_total, 4) if lost_total else None,
+                "trajectory_ids": c.trajectory_ids,
+                "validate": c.validate,
+                "rules_to_zero": c.rules_to_zero,
+                "explains_detail": [
+                    {**e, "title": rule_titles.get(e["rule"], e["rule"])} for e in c.explains
+                ],
+                "parameters": dict(sorted(c.facts.items())),
             }
         )
     rule_counts = Counter(f["rule"] for f in findings)
@@ -74,6 +261,22 @@ def build(result: ScanResult) -> dict[str, Any]:
         .sort(["variant", "agent_model"])
     )
     formats = Counter(f.format or "rejected" for f in result.files)
+    not_checked = [
+        {"path": path, "rule": rule, "missing": missing}
+        for path, rules in sorted(result.not_checked.items())
+        for rule, missing in sorted(rules.items())
+    ]
+    primary = None
+    if causes:
+        first = causes[0]
+        primary = {
+            key: first[key]
+            for key in ("rank", "id", "title", "trajectories", "findings", "reward_lost")
+        } | {
+            "of_trajectories": total,
+            "share": first["share"],
+            "reward_lost_share": first["reward_lost_share"],
+        }
     return {
         "summary": {
             "files": len(result.files),
@@ -85,22 +288,33 @@ def build(result: ScanResult) -> dict[str, Any]:
             "mean_reward": round(rewards.mean(), 4) if rewards.len() else None,
             "findings_by_rule": dict(sorted(rule_counts.items())),
             "reward_by_variant": by_variant.to_dicts(),
+            "reward_lost": lost_total,
+            "scored": rewards.len(),
+            "trajectories_with_findings": result.findings["trajectory_id"].n_unique(),
+            "by_variant": _by_variant(result),
         },
+        "primary": primary,
         "verdict": result.diagnosis.verdict,
         "causes": causes,
         "keep": result.diagnosis.keep,
         "validation": result.diagnosis.validation,
+        "fix_plan": _fix_plan(causes),
+        "parameters": _parameters(causes, result.trajectories),
+        "validation_checks": _checks(causes, rule_counts, not_checked),
         "findings": findings,
+        "trajectories": _trajectory_rows(result),
         "rejects": rejects,
         "files": [
-            {"path": f.path, "format": f.format, "detected_because": f.reason, "records": f.records}
+            {
+                "path": f.path,
+                "format": f.format,
+                "detected_because": f.reason,
+                "records": f.records,
+                "note": f.note,
+            }
             for f in result.files
         ],
-        "not_checked": [
-            {"path": path, "rule": rule, "missing": missing}
-            for path, rules in sorted(result.not_checked.items())
-            for rule, missing in sorted(rules.items())
-        ],
+        "not_checked": not_checked,
         "rules": [
             {
                 "id": r.id,
@@ -112,3 +326,16 @@ def build(result: ScanResult) -> dict[str, Any]:
             for r in result.rules
         ],
     }
+
+
+def _trajectory_rows(result: ScanResult) -> list[dict[str, Any]]:
+    """Per episode, what `forensics diff` and the JUnit output need: run, task, reward, source."""
+    cols = ["trajectory_id", "run_id", "task_id", "trial", "reward", "termination_reason"]
+    cols += ["variant", "agent_model", "turn_count", "source_path", "source_line"]
+    order = ["source_path", "source_line", "trajectory_id"]
+    rows = result.trajectories.select(cols).sort(order, nulls_last=True).iter_rows(named=True)
+    return [
+        {k: v for k, v in r.items() if not k.startswith("source_")}
+        | {"source": {"path": r["source_path"], "line": r["source_line"]}}
+        for r in rows
+    ]

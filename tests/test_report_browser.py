@@ -1,0 +1,345 @@
+"""The report as a user meets it: opened in headless Chromium, clicked, filtered, looked at.
+
+Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe): NUL-separated
+JSON on file descriptors 3 and 4. That needs nothing beyond the standard library — no driver
+binary whose version must match the browser, no websocket package, no port to allocate.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import forensics
+from forensics.render import html, model
+
+from conftest import SAMPLES
+
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+]
+
+
+def _chromium() -> str | None:
+    for name in (os.environ.get("FORENSICS_CHROMIUM"), "chromium", "chromium-browser"):
+        if name and (path := shutil.which(name)):
+            return path
+    return None
+
+
+class Browser:
+    """A minimal DevTools-protocol client: commands out, results and events back."""
+
+    def __init__(self, executable: str, profile: Path) -> None:
+        to_child_r, self._to_child = os.pipe()
+        self._from_child, from_child_w = os.pipe()
+        os.set_inheritable(to_child_r, True)
+        os.set_inheritable(from_child_w, True)
+
+        def wire() -> None:  # in the child: the protocol pipes must sit on fds 3 and 4
+            os.dup2(to_child_r, 3)
+            os.dup2(from_child_w, 4)
+
+        self.proc = subprocess.Popen(
+            [executable, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            preexec_fn=wire,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._buf = b""
+        self._id = 0
+        self.events: list[dict[str, Any]] = []
+        self.session: str | None = None
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buf:
+            if time.monotonic() > deadline:
+                raise TimeoutError("chromium did not answer in time")
+            chunk = os.read(self._from_child, 1 << 20)
+            if not chunk:
+                raise RuntimeError("chromium closed the DevTools pipe")
+            self._buf += chunk
+        raw, _, self._buf = self._buf.partition(b"\0")
+        return json.loads(raw)
+
+    def send(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> Any:
+        self._id += 1
+        msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
+        if self.session and not method.startswith(("Target.", "Browser.")):
+            msg["sessionId"] = self.session
+        os.write(self._to_child, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._read(deadline)
+            if reply.get("id") == self._id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_for(self, method: str, timeout: float = 30) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        for i, ev in enumerate(self.events):
+            if ev.get("method") == method:
+                return self.events.pop(i)
+        while True:
+            ev = self._read(deadline)
+            if ev.get("method") == method:
+                return ev
+            self.events.append(ev)
+
+    def open(self, url: str) -> None:
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.send(f"{domain}.enable")
+        self.send("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False
+        })  # fmt: skip
+        self.send("Page.navigate", {"url": url})
+        self.wait_for("Page.loadEventFired")
+
+    def js(self, expression: str) -> Any:
+        result = self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
+        if "exceptionDetails" in result:
+            raise AssertionError(f"page script failed: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def screenshot(self, path: Path, full_page: bool = True) -> None:
+        params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page}
+        if full_page:
+            size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+            params["clip"] = {"x": 0, "y": 0, "width": 1280, "height": size["height"], "scale": 1}
+        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", params)["data"]))
+
+    def problems(self) -> list[str]:
+        """Console errors, uncaught exceptions and CSP violations seen so far."""
+        self.send("Runtime.evaluate", {"expression": "1"})  # flush pending events
+        out = []
+        for ev in self.events:
+            method, p = ev.get("method"), ev.get("params", {})
+            if method == "Runtime.exceptionThrown":
+                out.append(f"exception: {p['exceptionDetails']}")
+            elif method == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(f"console.{p['type']}: {p.get('args')}")
+            elif method == "Log.entryAdded" and p["entry"]["level"] == "error":
+                out.append(f"log: {p['entry'].get('text')}")
+        return out
+
+    def requests(self) -> list[str]:
+        return [
+            ev["params"]["request"]["url"]
+            for ev in self.events
+            if ev.get("method") == "Network.requestWillBeSent"
+        ]
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
+            self.send("Browser.close", timeout=5)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._to_child)
+        os.close(self._from_child)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    executable = _chromium()
+    if executable is None:
+        pytest.skip(
+            "headless Chromium not found (looked for $FORENSICS_CHROMIUM, chromium, "
+            "chromium-browser): install Debian's `chromium` package to run the browser test"
+        )
+    tmp = tmp_path_factory.mktemp("browser")
+    result = forensics.scan([str(SAMPLES / "output2.txt")])
+    report = tmp / "report.html"
+    report.write_text(html.render(model.build(result), result), encoding="utf-8")
+    browser = Browser(executable, tmp / "profile")
+    try:
+        browser.open(report.as_uri())
+        yield browser, tmp
+    finally:
+        browser.close()
+
+
+def _visible_cards(browser: Browser) -> list[dict[str, Any]]:
+    return browser.js(
+        """[...document.querySelectorAll('#x-list details.traj')].map(d => ({
+            id: d.id,
+            text: d.querySelector('summary').innerText,
+        }))"""
+    )
+
+
+def _select(browser: Browser, select_id: str, value: str) -> None:
+    browser.js(
+        f"""(() => {{ const s = document.getElementById({json.dumps(select_id)});
+            s.value = {json.dumps(value)};
+            s.dispatchEvent(new Event('change', {{bubbles: true}})); }})()"""
+    )
+
+
+def test_report_loads_without_errors_or_network(page):
+    browser, tmp = page
+    browser.screenshot(tmp / "report-top.png", full_page=False)
+    browser.screenshot(tmp / "report.png")
+    assert (tmp / "report.png").stat().st_size > 10_000
+    assert browser.problems() == []
+    # Only the report file itself is loaded: no font, script, image or beacon from anywhere.
+    assert {u.split(":", 1)[0] for u in browser.requests()} <= {"file"}
+    headings = browser.js("[...document.querySelectorAll('main h2')].map(h => h.textContent)")
+    assert headings[:4] == [
+        "Verdict",
+        "Causes, ranked",
+        "Fixes, in priority order",
+        "Validation plan",
+    ]
+
+
+def test_explorer_lists_every_trajectory_and_filters_by_rule(page):
+    browser, tmp = page
+    browser.js("document.getElementById('x-reset').click()")
+    assert len(_visible_cards(browser)) == 4
+    _select(browser, "x-rule", "unclosed-think")
+    cards = _visible_cards(browser)
+    # Tasks 12, 27 and 48 have truncated agent turns; the healthy control (task 5) has none.
+    assert sorted(c["text"].split("task ")[1].split()[0] for c in cards) == ["12", "27", "48"]
+    assert all("unclosed-think" in c["text"] for c in cards)
+    assert "3 of 4 trajectories match" in browser.js("document.getElementById('x-pager').innerText")
+    browser.js("document.getElementById('explorer').scrollIntoView()")
+    browser.screenshot(tmp / "filtered-by-rule.png", full_page=False)
+    assert browser.problems() == []
+
+
+def test_explorer_filters_by_reward_variant_and_search(page):
+    browser, _ = page
+    browser.js("document.getElementById('x-reset').click()")
+    _select(browser, "x-reward", "full")
+    cards = _visible_cards(browser)
+    assert len(cards) == 1 and "task 5" in cards[0]["text"]
+    browser.js("document.getElementById('x-reset').click()")
+    variants = browser.js(
+        "[...document.getElementById('x-variant').options].map(o => [o.value, o.text])"
+    )
+    frustrated = next(v for v, label in variants if label.startswith("frustrated"))
+    _select(browser, "x-variant", frustrated)
+    assert len(_visible_cards(browser)) == 3
+    browser.js("document.getElementById('x-reset').click()")
+    # Search is typed like a user types: into the box, one key event at a time.
+    browser.js("document.getElementById('x-q').focus()")
+    browser.send("Input.insertText", {"text": "air purifier"})
+    time.sleep(0.4)  # the box waits 150 ms after the last key before filtering
+    cards = _visible_cards(browser)
+    assert [c["text"].split("task ")[1].split()[0] for c in cards] == ["48"]
+    assert browser.problems() == []
+
+
+def test_evidence_link_opens_the_turn_with_findings_inline(page):
+    browser, tmp = page
+    browser.js("document.getElementById('x-reset').click()")
+    href = browser.js("document.querySelector('#cause-1 .evidence a').getAttribute('href')")
+    browser.js(f"document.querySelector('#cause-1 .evidence a[href={json.dumps(href)}]').click()")
+    time.sleep(0.2)
+    turn = browser.js(
+        f"""(() => {{ const t = document.getElementById({json.dumps(href[1:])});
+            if (!t) return null;
+            return {{ text: t.innerText, open: t.closest('details.traj').open,
+                     target: t.classList.contains('target'),
+                     marks: [...t.querySelectorAll('mark')].map(m => m.textContent) }}; }})()"""
+    )
+    assert turn is not None, f"{href} did not open a turn"
+    assert turn["open"] and turn["target"]
+    assert "unclosed-think" in turn["text"]
+    assert "sample_logs/output2.txt:" in turn["text"]
+    assert "<think>" in turn["marks"]
+    browser.screenshot(tmp / "evidence-turn.png", full_page=False)
+    assert browser.problems() == []
+
+
+def _open(tmp: Path, name: str, paths: list[Path]) -> Browser:
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("headless Chromium not found: install Debian's `chromium` package")
+    result = forensics.scan([str(p) for p in paths])
+    report = tmp / f"{name}.html"
+    report.write_text(html.render(model.build(result), result), encoding="utf-8")
+    browser = Browser(executable, tmp / f"profile-{name}")
+    browser.open(report.as_uri())
+    return browser
+
+
+def test_hostile_text_stays_text_in_the_explorer(tmp_path):
+    from test_report_html import PAYLOADS, hostile_results
+
+    browser = _open(tmp_path, "hostile", [hostile_results(tmp_path)])
+    try:
+        # Open every trajectory and every collapsed block, so every payload is in the DOM.
+        browser.js(
+            """document.querySelectorAll('details').forEach(d => {
+                 d.open = true; d.dispatchEvent(new Event('toggle')); })"""
+        )
+        counts = browser.js(
+            """({ scripts: document.scripts.length, imgs: document.images.length,
+                  textareas: document.querySelectorAll('textarea').length,
+                  bold: document.querySelectorAll('#x-list b').length,
+                  text: document.getElementById('x-list').innerText })"""
+        )
+        assert counts["scripts"] == 2 and counts["imgs"] == 0 and counts["textareas"] == 0
+        # Only the explorer's own <b> (tool-call names) exist; the payload's <b>x</b> is text.
+        assert counts["bold"] == 4
+        for p in PAYLOADS:
+            assert p in counts["text"]
+        browser.screenshot(tmp_path / "hostile.png", full_page=False)
+        assert browser.problems() == []
+        assert not [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
+    finally:
+        browser.close()
+
+
+def test_thousands_of_trajectories_page_and_filter(tmp_path):
+    from test_report_html import many_trajectories
+
+    browser = _open(tmp_path, "many", [many_trajectories(tmp_path, 3000)])
+    try:
+        assert browser.js("document.querySelectorAll('#x-list details.traj').length") == 20
+        pager = browser.js("document.getElementById('x-pager').innerText")
+        assert "3,000 trajectories" in pager and "page 1 of 150" in pager
+        browser.js("document.querySelector('#x-pager button:last-of-type').click()")
+        assert browser.js("document.querySelector('#x-list details.traj').id") == "traj-21"
+        _select(browser, "x-rule", "unclosed-think")
+        assert "1,000 of 3,000 trajectories match" in browser.js(
+            "document.getElementById('x-pager').innerText"
+        )
+        assert all("unclosed-think" in c["text"] for c in _visible_cards(browser))
+        browser.screenshot(tmp_path / "many.png", full_page=False)
+        assert browser.problems() == []
+    finally:
+        browser.close()
