@@ -1,6 +1,6 @@
 """forensics: offline trajectory forensics for LLM-agent benchmark runs."""
 
-from forensics.pipeline import ScanResult, scan
+from forensics.pipeline import ScanResult, connect, scan
 
-__all__ = ["ScanResult", "scan"]
+__all__ = ["ScanResult", "connect", "scan"]
 __version__ = "0.1.0"

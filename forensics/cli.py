@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from forensics import engine, schema
+from forensics import config, engine, gate, schema
 from forensics.ingest.files import InputError
 
 FAIL_ON = engine.SEVERITIES
@@ -19,14 +21,51 @@ def _fail(message: str) -> None:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"{path}: cannot write: {exc.strerror or exc}")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="forensics")
 def cli() -> None:
     """Offline trajectory forensics: why did this agent run fail?"""
+
+
+def _parse_rates(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> dict:
+    try:
+        return gate.parse_max_rates(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _settings(config_path: Path | None, no_config: bool) -> config.Settings:
+    return config.Settings() if no_config else config.load(config_path)
+
+
+def _config_options(f: Callable) -> Callable:  # shared by scan and diff
+    f = click.option(
+        "--no-config", is_flag=True, help="Ignore pyproject.toml / forensics.toml settings."
+    )(f)
+    return click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Settings file (forensics.toml or a pyproject.toml with [tool.forensics]); "
+        "default: the nearest one from the current directory upward.",
+    )(f)
+
+
+def _rules_option(f: Callable) -> Callable:
+    return click.option(
+        "--rules",
+        "rules_dirs",
+        multiple=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Extra rule directory (same TOML format); may repeat.",
+    )(f)
 
 
 @cli.command()
@@ -40,72 +79,266 @@ def cli() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory for the HTML report (report.html).",
 )
+@click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
 @click.option(
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the machine result (summary, causes, findings, rejects) here.",
+    help="Write the machine result (summary, causes, findings, rejects, gate) here.",
 )
 @click.option(
-    "--rules",
-    "rules_dirs",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Extra rule directory (same TOML format); may repeat.",
+    "--sarif",
+    "sarif_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write SARIF 2.1.0 (code scanning) here.",
 )
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write JUnit XML here: a testsuite per run, a testcase per trajectory.",
+)
+@click.option(
+    "--md",
+    "md_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report as Markdown here.",
+)
+@click.option(
+    "--github",
+    is_flag=True,
+    help="Print GitHub Actions annotations (::error file=…,line=…::) for the findings.",
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every table and view to this DuckDB file (replaced if it exists).",
+)
+@click.option(
+    "--parquet",
+    "parquet_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write every table as Parquet into this directory (one file per run with many runs).",
+)
+@_rules_option
 @click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON),
-    default="info",
-    show_default=True,
-    help="Exit 1 when a finding has at least this severity.",
+    default=None,
+    help="Exit 1 when a finding has at least this severity [default: config, else info].",
 )
-@click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
+@click.option(
+    "--max-rate",
+    "max_rate",
+    multiple=True,
+    callback=_parse_rates,
+    metavar="RULE=RATE",
+    help="Tolerate RULE in up to RATE of the trajectories (0.05 or 5%); exit 1 above it. "
+    "The rule is then judged by its rate only. May repeat.",
+)
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Fail only on findings not in this baseline (or --json result); report fixed ones.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Record the current findings by fingerprint in this file.",
+)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when the gate fails (2 still 2).")
+@_config_options
 @click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
 def scan(
     paths: tuple[str, ...],
     output: Path,
-    json_path: Path | None,
-    rules_dirs: tuple[Path, ...],
-    fail_on: str,
     no_report: bool,
+    json_path: Path | None,
+    sarif_path: Path | None,
+    junit_path: Path | None,
+    md_path: Path | None,
+    github: bool,
+    db_path: Path | None,
+    parquet_dir: Path | None,
+    rules_dirs: tuple[Path, ...],
+    fail_on: str | None,
+    max_rate: dict[str, float],
+    baseline_path: Path | None,
+    write_baseline: Path | None,
+    exit_zero: bool,
+    config_path: Path | None,
+    no_config: bool,
     explain_formats: bool,
 ) -> None:
-    """Scan logs and result files; print the diagnosis, write the report.
+    """Scan logs and result files; print the diagnosis, write the report and outputs.
 
-    Exit codes: 0 no findings at or above --fail-on, 1 findings, 2 usage or input error.
+    Exit codes: 0 the gate passes, 1 findings at or above --fail-on (or a --max-rate exceeded),
+    2 usage or input error. Flags win over [tool.forensics] settings.
     """
+    from forensics import __version__, store
     from forensics.pipeline import scan as run_scan
-    from forensics.render import html, jsonout, model, text
+    from forensics.render import github as github_out
+    from forensics.render import html, jsonout, junit, model, sarif, text
 
     try:
-        result = run_scan(list(paths), list(rules_dirs))
-    except InputError as exc:
+        settings = _settings(config_path, no_config)
+        baseline = gate.load_baseline(baseline_path) if baseline_path else None
+        result = run_scan(list(paths), list(rules_dirs), settings)
+        policy = gate.Policy(
+            fail_on=fail_on or settings.fail_on or "info",
+            max_rate={**settings.max_rate, **max_rate},
+            baseline=baseline,
+            exit_zero=exit_zero,
+        )
+        verdict = gate.evaluate(
+            result.findings, result.trajectories.height, [r.id for r in result.rules], policy
+        )
+    except (InputError, config.ConfigError, gate.GateError) as exc:
         _fail(str(exc))
     except engine.RuleError as exc:
         _fail(f"rule pack: {exc}")
     report = model.build(result)
+    report["gate"] = verdict.to_dict()
     if explain_formats:
         for f in report["files"]:
             click.echo(f"{f['path']}: {f['format'] or 'rejected'} — {f['detected_because']}")
+            if f.get("note"):
+                click.echo(f"  note: {f['note']}")
+    base = Path.cwd()
+    new = set(verdict.new) if baseline else None
     report_file = None
     if not no_report:
         report_file = output / "report.html"
         _write(report_file, html.render(report, result))
     if json_path:
         _write(json_path, jsonout.render(report))
+    if sarif_path:
+        _write(sarif_path, sarif.render(report, result.rules, base, __version__, new))
+    if junit_path:
+        _write(junit_path, junit.render(report, base))
+    if md_path:
+        _write(md_path, _markdown(report))
+    if write_baseline:
+        _write(write_baseline, gate.baseline_document(result.findings))
+    try:
+        if db_path:
+            store.write_duckdb(result, db_path)
+        if parquet_dir:
+            store.write_parquet(result, parquet_dir)
+    except store.StoreError as exc:
+        _fail(str(exc))
+    if github:
+        click.echo(github_out.render(report, base, new), nl=False)
     click.echo(text.render(report, str(report_file) if report_file else None), nl=False)
-    if result.trajectories.is_empty() and result.turns.is_empty():
+    for line in verdict.lines():
+        click.echo(line)
+    # A file read without rows but with a note (an empty checkpoint) is input, not an error.
+    if result.trajectories.is_empty() and not any(f.note for f in result.files):
         _fail("no readable input: every file was rejected (see the rejects above)")
-    threshold = FAIL_ON.index(fail_on)
-    if any(FAIL_ON.index(s) >= threshold for s in result.findings["severity"].to_list()):
-        sys.exit(1)
+    sys.exit(verdict.exit_code)
+
+
+def _markdown(report: dict) -> str:
+    # The Markdown renderer ships separately; look for it rather than catching ImportError,
+    # which would also hide a broken import inside it.
+    if importlib.util.find_spec("forensics.render.markdown") is None:
+        _fail("--md: the Markdown renderer is not part of this installation")
+    from forensics.render import markdown  # type: ignore[attr-defined]
+
+    return markdown.render(report)
+
+
+@cli.command()
+@click.argument("sql")
+@click.option(
+    "--db",
+    "db_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="DuckDB file written by forensics scan --db.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+def query(sql: str, db_path: Path, fmt: str) -> None:
+    """Run SQL (read-only) against a database written by `scan --db`.
+
+    Tables: turns, trajectories, findings, rejects, causes, runs (see `forensics schema`);
+    views: rule_rates, trajectory_findings, rule_pairs.
+    """
+    from forensics import store
+    from forensics.render import table
+
+    try:
+        columns, rows = store.query(db_path, sql)
+    except store.StoreError as exc:
+        _fail(str(exc))
+    if not columns:
+        return
+    render = {"table": table.text, "csv": table.csv_text, "json": table.json_text}[fmt]
+    click.echo(render(columns, rows), nl=False)
+
+
+@cli.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the full comparison as JSON here.",
+)
+@_rules_option
+@_config_options
+def diff_cmd(
+    a: str,
+    b: str,
+    json_path: Path | None,
+    rules_dirs: tuple[Path, ...],
+    config_path: Path | None,
+    no_config: bool,
+) -> None:
+    """Compare two scans: A before, B after. Each is a --json result or scan input.
+
+    Prints new, fixed and persistent causes and findings and the reward per task.
+    Exit codes: 0 no new findings, 1 new findings in B, 2 usage or input error.
+    """
+    import json
+
+    from forensics import diff
+
+    try:
+        settings = _settings(config_path, no_config)
+        before = diff.load_side(a, list(rules_dirs), settings)
+        after = diff.load_side(b, list(rules_dirs), settings)
+    except (InputError, config.ConfigError, diff.DiffError) as exc:
+        _fail(str(exc))
+    except engine.RuleError as exc:
+        _fail(f"rule pack: {exc}")
+    result = diff.compare(before, after)
+    if json_path:
+        _write(json_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    click.echo(diff.render_text(result, a, b), nl=False)
+    sys.exit(1 if result["findings"]["new"] else 0)
 
 
 @cli.command("schema")
 def schema_cmd() -> None:
-    """Print every table and column with its description."""
+    """Print every table and column with its description, and the SQL views."""
+    from forensics.store import VIEWS
+
     click.echo(schema.describe(), nl=False)
+    click.echo("views (in --db files and forensics.scan(...).sql)")
+    width = max(len(name) for name in VIEWS)
+    for name, (doc, _select) in VIEWS.items():
+        click.echo(f"  {name:<{width}}  {doc}")
 
 
 @cli.group("rules", invoke_without_command=True)

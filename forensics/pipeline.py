@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import glob
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -10,6 +11,8 @@ import polars as pl
 
 from forensics import diagnose as diagnose_mod
 from forensics import engine, enrich, ingest
+from forensics.config import Settings
+from forensics.ingest.files import InputError
 from forensics.redact import redact_expr, redact_text
 
 
@@ -23,18 +26,40 @@ class ScanResult:
     rules: list[engine.Rule]
     not_checked: dict[str, dict[str, list[str]]]
     diagnosis: diagnose_mod.Diagnosis
+    _con: duckdb.DuckDBPyConnection | None = field(default=None, init=False, repr=False)
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """In-memory DuckDB with every table of schema.TABLES and the views of store.VIEWS."""
+        if self._con is None:
+            from forensics import store  # store builds on ScanResult: imported late, no cycle
+
+            self._con = duckdb.connect()
+            store.register(self._con, self)
+        return self._con
 
     def sql(self, query: str) -> duckdb.DuckDBPyRelation:
-        """Query the tables (turns, trajectories, findings, rejects) with DuckDB."""
-        con = duckdb.connect()
-        for name in ("turns", "trajectories", "findings", "rejects"):
-            con.register(name, getattr(self, name).to_arrow())
-        return con.sql(query)
+        """Query the tables and views with DuckDB: `.pl()` or `.fetchall()` on the result.
+
+        One connection per scan, kept open, so relations stay valid after this returns.
+        """
+        return self.connection().sql(query)
 
 
-def scan(paths: list[str], rules_dirs: list[Path] | None = None) -> ScanResult:
-    """Scan files, directories or globs; raises files.InputError / engine.RuleError on misuse."""
-    rules = engine.load_rules(rules_dirs)
+def scan(
+    paths: list[str],
+    rules_dirs: list[Path] | None = None,
+    settings: Settings | None = None,
+) -> ScanResult:
+    """Scan files, directories or globs; raises files.InputError / engine.RuleError /
+    config.ConfigError on misuse. settings: disabled rules, severity overrides, ignore-paths."""
+    settings = settings or Settings()
+    rules = settings.apply(engine.load_rules(rules_dirs))
+    if settings.ignore_paths:
+        kept = [p for p in ingest.files.expand(paths) if not settings.ignores(p)]
+        if not kept:
+            raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
+        # escaped so a file name with [ or * is read as itself, not re-globbed
+        paths = [glob.escape(str(p)) for p in kept]
     data = ingest.ingest(paths)
     turns = enrich.enrich(data.turns)
     trajectories = pl.from_arrow(data.trajectories).with_columns(
@@ -64,3 +89,12 @@ def scan(paths: list[str], rules_dirs: list[Path] | None = None) -> ScanResult:
         not_checked=checked.not_checked,
         diagnosis=diagnosis,
     )
+
+
+def connect(
+    paths: list[str],
+    rules_dirs: list[Path] | None = None,
+    settings: Settings | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """Scan and return a DuckDB connection over every table and view, for notebooks."""
+    return scan(paths, rules_dirs, settings).connection()

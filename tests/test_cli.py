@@ -25,11 +25,12 @@ def test_scan_output2_exit_1_summary_report_json(tmp_path):
     res = run("scan", OUTPUT2, "-o", str(out), "--json", str(tmp_path / "r.json"))
     assert res.exit_code == 1
     text = res.output
-    assert text.startswith("forensics: 1 file(s), 4 trajectories, 82 turns, 44 findings, 0 rejects")
+    assert text.startswith("forensics: 1 file(s), 4 trajectories, 82 turns, 47 findings, 0 rejects")
     assert "1. Output truncated by the output-token limit" in text
     assert "2. Reasoning markup leaks into message content" in text
     assert "fix 1: Serve the model with a reasoning parser: --reasoning-parser qwen3" in text
-    assert "not checked: max-tokens (no finish_reason or output_tokens)" in text
+    not_checked = next(line for line in text.splitlines() if line.startswith("not checked: "))
+    assert "max-tokens (no finish_reason or output_tokens)" in not_checked
     assert f"report: {out / 'report.html'}" in text
     assert (out / "report.html").is_file()
 
@@ -39,7 +40,7 @@ def test_scan_output2_exit_1_summary_report_json(tmp_path):
         "files": 1,
         "trajectories": 4,
         "turns": 82,
-        "findings": 44,
+        "findings": 47,
         "rejects": 0,
     }
     assert [c["id"] for c in doc["causes"]] == ["truncated-output", "reasoning-in-content"]
@@ -136,11 +137,28 @@ def test_rules_list_and_explain():
     res = run("rules")
     ids = [line.split()[0] for line in res.output.splitlines()]
     assert ids == [
+        "announced-action-without-call",
+        "answer-in-reasoning",
+        "content-filtered",
+        "context-overflow",
+        "empty-tool-calls",
+        "http-error",
+        "internal-fields-in-request",
+        "malformed-tool-call",
         "max-tokens",
+        "message-format-violation",
+        "no-action-failure",
         "reasoning-leak",
+        "repeated-tool-call",
+        "retry-storm",
         "stop-no-tool-calls",
+        "stream-cut-off",
         "think-loop",
+        "thinking-budget-exhausted",
+        "tool-call-missing-type",
+        "tool-markup-leak",
         "unclosed-think",
+        "user-sim-early-stop",
     ]
     res = run("rules", "explain", "unclosed-think")
     assert res.exit_code == 0

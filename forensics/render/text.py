@@ -32,6 +32,11 @@ def render(model: dict[str, Any], report_path: str | None = None) -> str:
             {f"{n['rule']} (no {' or '.join(n['missing'])})" for n in model["not_checked"]}
         )
         lines.append("not checked: " + "; ".join(missing))
+    notes = [f for f in model["files"] if f.get("note")]
+    for f in notes[:5]:
+        lines.append(f"note: {f['path']}: {f['note']}")
+    if len(notes) > 5:
+        lines.append(f"… and {len(notes) - 5} more notes (see --explain-formats)")
     for reject in model["rejects"][:5]:
         where = f"{reject['path']}:{reject['line']}" if reject["line"] else reject["path"]
         lines.append(f"rejected: {where}: {reject['reason']}")

@@ -1,0 +1,186 @@
+"""Project settings: `[tool.forensics]` in pyproject.toml, or a forensics.toml.
+
+Searched from the current directory upward (as ruff and pytest do) so a CI job and a developer in
+any subdirectory get the same gate. In one directory forensics.toml wins over pyproject.toml; a
+pyproject.toml without `[tool.forensics]` is skipped. Command-line flags win over both.
+
+    [tool.forensics]
+    fail-on = "high"
+    max-rate = { max-tokens = 0.05, think-loop = "10%" }
+    disable = ["think-loop"]
+    severity = { reasoning-leak = "low" }
+    ignore-paths = ["results/smoke", "*.partial.json"]
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from forensics.engine import SEVERITIES, Rule
+
+CONFIG_FILES = ("forensics.toml", "pyproject.toml")
+KEYS = ("fail-on", "max-rate", "disable", "severity", "ignore-paths")
+
+
+class ConfigError(Exception):
+    """A configuration that can not be used as written (a usage error: exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    source: Path | None = None
+    fail_on: str | None = None
+    max_rate: dict[str, float] = field(default_factory=dict)
+    disable: tuple[str, ...] = ()
+    severity: dict[str, str] = field(default_factory=dict)
+    ignore_paths: tuple[str, ...] = ()
+    # ignore-paths are relative to the directory of the file that names them.
+    base: Path = field(default_factory=Path.cwd)
+
+    def where(self) -> str:
+        return str(self.source) if self.source else "settings"
+
+    def apply(self, rules: list[Rule]) -> list[Rule]:
+        """The rules to run: disabled ones dropped, severities overridden."""
+        known = {r.id for r in rules}
+        for key, ids in (("disable", self.disable), ("severity", self.severity)):
+            if unknown := sorted(set(ids) - known):
+                raise ConfigError(
+                    f"{self.where()}: {key}: unknown rule(s) {', '.join(unknown)}; "
+                    f"known: {', '.join(sorted(known))}"
+                )
+        return [
+            replace(r, severity=self.severity.get(r.id, r.severity))
+            for r in rules
+            if r.id not in self.disable
+        ]
+
+    def ignores(self, path: Path) -> bool:
+        """Whether ignore-paths excludes this input file."""
+        if not self.ignore_paths:
+            return False
+        absolute = Path(os.path.abspath(path))
+        try:
+            rel = PurePosixPath(absolute.relative_to(self.base.resolve()).as_posix())
+        except ValueError:
+            rel = PurePosixPath(absolute.as_posix())
+        return any(_matches(rel, p) for p in self.ignore_paths)
+
+
+def _matches(rel: PurePosixPath, pattern: str) -> bool:
+    """gitignore-like: a pattern with a slash matches the path or one of its directories from
+    the base; one without matches any single component. `*` also crosses slashes."""
+    pattern = pattern.strip().rstrip("/")
+    if "/" in pattern:
+        pattern = pattern.lstrip("/")
+        candidates = [rel, *list(rel.parents)[:-1]]
+        return any(fnmatch.fnmatchcase(str(c), pattern) for c in candidates)
+    return any(fnmatch.fnmatchcase(part, pattern) for part in rel.parts)
+
+
+def parse_rate(text: Any) -> float:
+    """0.05, "0.05" or "5%" -> 0.05; a share of trajectories, so within [0, 1]."""
+    try:
+        if isinstance(text, str) and text.strip().endswith("%"):
+            rate = float(text.strip()[:-1]) / 100
+        elif isinstance(text, bool):
+            raise ValueError
+        else:
+            rate = float(text)
+    except ValueError:
+        raise ValueError(f"rate {text!r} is not a number like 0.05 or 5%") from None
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate {text!r} is outside 0..1 (it is a share of trajectories)")
+    return rate
+
+
+def find(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest config file from start upward and its forensics table, or None."""
+    directory = (start or Path.cwd()).resolve()
+    for d in [directory, *directory.parents]:
+        for name in CONFIG_FILES:
+            path = d / name
+            if not path.is_file():
+                continue
+            data = _read(path)
+            if name == "pyproject.toml":
+                table = data.get("tool", {}).get("forensics")
+                if table is None:
+                    continue
+                return path, table
+            return path, data
+    return None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
+    """Settings from a config table; every key is checked so a typo does not pass silently."""
+    where = str(source) if source else "config"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.forensics] must be a table")
+    if unknown := sorted(set(table) - set(KEYS)):
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
+    fail_on = table.get("fail-on")
+    if fail_on is not None and fail_on not in SEVERITIES:
+        raise ConfigError(f"{where}: fail-on must be one of {', '.join(SEVERITIES)}")
+    max_rate: dict[str, float] = {}
+    for rule, value in _table(table, "max-rate", where).items():
+        try:
+            max_rate[rule] = parse_rate(value)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: max-rate.{rule}: {exc}") from None
+    severity = _table(table, "severity", where)
+    for rule, value in severity.items():
+        if value not in SEVERITIES:
+            raise ConfigError(
+                f"{where}: severity.{rule} must be one of {', '.join(SEVERITIES)}, not {value!r}"
+            )
+    return Settings(
+        source=source,
+        fail_on=fail_on,
+        max_rate=max_rate,
+        disable=tuple(_strings(table, "disable", where)),
+        severity=dict(severity),
+        ignore_paths=tuple(_strings(table, "ignore-paths", where)),
+        base=source.resolve().parent if source else Path.cwd(),
+    )
+
+
+def _table(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = table.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {key} must be a table like {{ rule-id = value }}")
+    return value
+
+
+def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings")
+    return value
+
+
+def load(path: Path | None = None, start: Path | None = None) -> Settings:
+    """Settings from an explicit file, else from the nearest config file; defaults if none."""
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"{path}: no such config file")
+        data = _read(path)
+        if path.name == "pyproject.toml":
+            data = data.get("tool", {}).get("forensics", {})
+        return parse(data, path)
+    found = find(start)
+    if found is None:
+        return Settings()
+    return parse(found[1], found[0])

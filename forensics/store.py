@@ -1,0 +1,291 @@
+"""The scan as SQL tables: a DuckDB file (--db), Parquet files (--parquet), or an in-memory
+connection for notebooks, with the same tables (schema.TABLES) and views (VIEWS) everywhere.
+
+Writes stream: each table goes out in slices of BATCH_ROWS rows, converted to Arrow one slice
+at a time, so a large scan is not copied whole a second time on its way to disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forensics import schema
+
+if TYPE_CHECKING:
+    from forensics.pipeline import ScanResult
+
+BATCH_ROWS = 8192
+# Below this many runs one Parquet file per table is simplest to read; above it, one file per
+# run lets readers prune runs they do not want.
+PARTITION_MIN_RUNS = 20
+PARTITIONED_TABLES = ("turns", "trajectories", "findings")
+# DuckDB otherwise buffers up to 80% of RAM before writing; with a cap it spills to disk. At 376k
+# turns (benchmarks/store_memory.py) the extra peak of a --db write drops from 840 to about 550 MiB.
+DUCKDB_MEMORY_LIMIT = "512MB"
+
+
+class StoreError(Exception):
+    """A database or query the user named that can not be used (exit code 2)."""
+
+
+# name -> (description, select). Views over the tables, in every store.
+VIEWS: dict[str, tuple[str, str]] = {
+    "rule_rates": (
+        "Per rule that fired, agent model and variant: the share of trajectories with the rule.",
+        """
+with t as (
+  select trajectory_id,
+         coalesce(agent_model, '(unknown)') as agent_model,
+         coalesce(variant, '(none)') as variant
+  from trajectories
+),
+groups as (select agent_model, variant, count(*) as trajectories from t group by all),
+hits as (
+  select distinct f.rule, t.agent_model, t.variant, f.trajectory_id
+  from findings f join t using (trajectory_id)
+)
+select r.rule, g.agent_model, g.variant, g.trajectories,
+       count(h.trajectory_id) as trajectories_with_rule,
+       round(count(h.trajectory_id) / g.trajectories, 4) as rate
+from (select distinct rule from findings) r
+cross join groups g
+left join hits h
+  on h.rule = r.rule and h.agent_model = g.agent_model and h.variant = g.variant
+group by r.rule, g.agent_model, g.variant, g.trajectories
+order by r.rule, g.agent_model, g.variant
+""",
+    ),
+    "trajectory_findings": (
+        "One row per trajectory: reward and its findings (count, high or critical, rules).",
+        """
+select t.trajectory_id, t.run_id, t.task_id, t.trial, t.variant, t.agent_model, t.reward,
+       t.turn_count,
+       count(f.finding_id) as findings,
+       count(f.finding_id) filter (where f.severity in ('high', 'critical')) as high_findings,
+       coalesce(list_sort(list_distinct(list(f.rule) filter (where f.rule is not null))),
+                []::varchar[]) as rules
+from trajectories t left join findings f using (trajectory_id)
+group by t.trajectory_id, t.run_id, t.task_id, t.trial, t.variant, t.agent_model, t.reward,
+         t.turn_count
+order by t.trajectory_id
+""",
+    ),
+    "rule_pairs": (
+        "Pairs of rules that fire in the same trajectory, and in how many trajectories.",
+        """
+with hits as (select distinct trajectory_id, rule from findings)
+select a.rule as rule_a, b.rule as rule_b, count(*) as trajectories
+from hits a join hits b on a.trajectory_id = b.trajectory_id and a.rule < b.rule
+group by a.rule, b.rule
+order by trajectories desc, rule_a, rule_b
+""",
+    ),
+}
+
+
+def causes_frame(result: ScanResult) -> pl.DataFrame:
+    rows = [
+        {
+            "rank": c.rank,
+            "cause": c.id,
+            "title": c.title,
+            "severity": c.severity,
+            "confidence": c.confidence,
+            "trajectories": c.trajectories,
+            "findings": c.turns,
+            "reward_lost": c.reward_lost,
+            "why_ranked": c.why_ranked,
+            "rules": c.rules,
+            "explains": c.explains,
+            "fixes": c.fixes,
+            "trajectory_ids": c.trajectory_ids,
+            "evidence": c.evidence,
+        }
+        for c in result.diagnosis.causes
+    ]
+    return pl.from_arrow(pa.Table.from_pylist(rows, schema=schema.CAUSES))  # type: ignore[return-value]
+
+
+def runs_frame(result: ScanResult) -> pl.DataFrame:
+    traj = (
+        result.trajectories.sort(["run_id", "source_path", "source_line"], nulls_last=True)
+        .group_by("run_id", maintain_order=True)
+        .agg(
+            pl.col("source_path").first(),
+            pl.col("source_format").first(),
+            pl.col("agent_model").drop_nulls().first(),
+            pl.col("user_model").drop_nulls().first(),
+            pl.col("variant").drop_nulls().first(),
+            pl.len().cast(pl.Int64).alias("trajectories"),
+            pl.col("reward").mean().alias("mean_reward"),
+        )
+    )
+    turns = result.turns.group_by("run_id").agg(pl.len().cast(pl.Int64).alias("turns"))
+    found = result.findings.group_by("run_id").agg(
+        pl.len().cast(pl.Int64).alias("findings"),
+        pl.col("trajectory_id").n_unique().cast(pl.Int64).alias("trajectories_with_findings"),
+    )
+    runs = (
+        traj.join(turns, on="run_id", how="left", nulls_equal=True)
+        .join(found, on="run_id", how="left", nulls_equal=True)
+        .with_columns(
+            pl.col("turns", "findings", "trajectories_with_findings").fill_null(0),
+        )
+    )
+    return runs.select(schema.RUNS.names)
+
+
+def tables(result: ScanResult) -> dict[str, pl.DataFrame]:
+    """Every table of schema.TABLES for this scan, in that order."""
+    frames = {
+        "turns": result.turns,
+        "trajectories": result.trajectories,
+        "findings": result.findings,
+        "rejects": result.rejects,
+        "causes": causes_frame(result),
+        "runs": runs_frame(result),
+    }
+    return {name: frames[name] for name in schema.TABLES}
+
+
+def _slices(frame: pl.DataFrame, target: pa.Schema, rows: int) -> Iterator[pa.Table]:
+    frame = frame.select(target.names)
+    for offset in range(0, frame.height, rows):
+        yield frame.slice(offset, rows).to_arrow().cast(target)
+
+
+def _reader(frame: pl.DataFrame, target: pa.Schema, rows: int) -> pa.RecordBatchReader:
+    batches = (b for t in _slices(frame, target, rows) for b in t.to_batches())
+    return pa.RecordBatchReader.from_batches(target, batches)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _create_views(con: duckdb.DuckDBPyConnection, temporary: bool) -> None:
+    kind = "temp view" if temporary else "view"
+    for name, (doc, select) in VIEWS.items():
+        con.execute(f"create or replace {kind} {name} as {select}")
+        if not temporary:
+            con.execute(f"comment on view {name} is {_sql_string(doc)}")
+
+
+def register(con: duckdb.DuckDBPyConnection, result: ScanResult) -> None:
+    """Every table and view of the scan, in memory, on con."""
+    for name, frame in tables(result).items():
+        con.register(name, frame.select(schema.TABLES[name].names).to_arrow())
+    _create_views(con, temporary=True)
+
+
+def write_duckdb(result: ScanResult, path: Path, rows: int = BATCH_ROWS) -> None:
+    """A DuckDB file with every table (columns commented with their schema docs) and view.
+
+    Built next to the target and moved into place, so a failed write never leaves a half
+    database where the last good one was.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
+            stale.unlink(missing_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(str(tmp))
+        try:
+            con.execute(f"set memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
+            for name, frame in tables(result).items():
+                target = schema.TABLES[name]
+                con.register("_incoming", _reader(frame, target, rows))
+                con.execute(f"create table {name} as select * from _incoming")
+                con.unregister("_incoming")
+                for field in target:
+                    doc = field.metadata[b"doc"].decode()
+                    con.execute(f'comment on column {name}."{field.name}" is {_sql_string(doc)}')
+            _create_views(con, temporary=False)
+        finally:
+            con.close()
+        os.replace(tmp, path)
+    except (OSError, duckdb.Error) as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise StoreError(f"{path}: cannot write the database: {exc}") from None
+
+
+def write_parquet(
+    result: ScanResult, directory: Path, rows: int = BATCH_ROWS, partition: bool | None = None
+) -> list[Path]:
+    """One Parquet file per table (DIR/turns.parquet, …); with many runs (partition=None:
+    at least PARTITION_MIN_RUNS), turns, trajectories and findings get one file per run under
+    DIR/<table>/run=<run_id>/part-0.parquet, run_id kept inside each file. Returns the files."""
+    try:
+        return _write_parquet(result, directory, rows, partition)
+    except OSError as exc:
+        raise StoreError(f"{directory}: cannot write Parquet: {exc}") from None
+
+
+def _write_parquet(
+    result: ScanResult, directory: Path, rows: int, partition: bool | None
+) -> list[Path]:
+    frames = tables(result)
+    if partition is None:
+        partition = frames["trajectories"]["run_id"].n_unique() >= PARTITION_MIN_RUNS
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, frame in frames.items():
+        target = schema.TABLES[name]
+        single, parted = directory / f"{name}.parquet", directory / name
+        single.unlink(missing_ok=True)
+        if parted.is_dir():
+            shutil.rmtree(parted)
+        if not (partition and name in PARTITIONED_TABLES):
+            _write_file(single, frame, target, rows)
+            written.append(single)
+            continue
+        groups = (
+            frame.select("run_id")
+            .with_row_index("row")
+            .group_by("run_id")
+            .agg(pl.col("row").sort())  # each run's rows in scan order
+            .sort("run_id", nulls_last=True)
+        )
+        for run_id, index in groups.iter_rows():
+            part = parted / f"run={quote(run_id or '__null__', safe='')}" / "part-0.parquet"
+            part.parent.mkdir(parents=True, exist_ok=True)
+            _write_file(part, frame[index], target, rows)
+            written.append(part)
+    return written
+
+
+def _write_file(path: Path, frame: pl.DataFrame, target: pa.Schema, rows: int) -> None:
+    with pq.ParquetWriter(path, target, compression="zstd") as writer:
+        for table in _slices(frame, target, rows):
+            writer.write_table(table)
+
+
+def query(db: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run SQL read-only against a database written by --db: column names and rows."""
+    if not db.is_file():
+        raise StoreError(f"{db}: no such database (write one with forensics scan --db FILE)")
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.Error as exc:
+        raise StoreError(f"{db}: {exc}") from None
+    try:
+        relation = con.sql(sql)
+        if relation is None:  # a statement without a result
+            return [], []
+        return list(relation.columns), relation.fetchall()
+    except duckdb.Error as exc:
+        raise StoreError(f"query failed: {exc}") from None
+    finally:
+        con.close()
