@@ -504,9 +504,11 @@ def _http_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 def _overflow_facts(hit, found, labels, facts) -> dict[str, Any]:
+    # Episode-level findings have no turn: their error text is in the evidence.
+    errors = hit["error"].drop_nulls().to_list() + found["evidence"].drop_nulls().to_list()
     limits = [
         int(m.group(1))
-        for e in hit["error"].drop_nulls().to_list()
+        for e in errors
         if (m := re.search(r"maximum context length is (\d+)", e, re.IGNORECASE))
     ]
     inputs = hit["input_tokens"].drop_nulls().to_list()
@@ -515,8 +517,12 @@ def _overflow_facts(hit, found, labels, facts) -> dict[str, Any]:
         text = f" of {max(limits):,} tokens"
     if inputs:
         text += f" (prompts up to {max(inputs):,} tokens)"
+    episodes = found["turn_index"].null_count()
+    parts = [_plural(found.height - episodes, "turn")] if found.height > episodes else []
+    if episodes:
+        parts.append(_plural(episodes, "episode") + " that left no turn")
     return {
-        "overflow_turns": hit.height,
+        "overflow_text": " and ".join(parts),
         "limit_text": text,
         "limit_suffix": f" than {max(limits):,} tokens" if limits else "",
     }
@@ -584,7 +590,20 @@ def _early_stop_facts(hit, found, labels, facts) -> dict[str, Any]:
     }
 
 
+def _crash_facts(hit, found, labels, facts) -> dict[str, Any]:
+    # The first line of each error, as the rule quotes it after the colon.
+    heads = [m.split(": ", 1)[1] if ": " in m else m for m in found["message"].to_list()]
+    counts = _counts(heads)
+    top = counts[0][0] if counts else "see the errors"
+    return {
+        "crashed_text": _plural(found.height, "episode"),
+        "top_error": top[:120] + ("…" if len(top) > 120 else ""),
+        "errors_text": "; ".join(f"{n}× {e[:80]}" for e, n in counts[:3]),
+    }
+
+
 CATALOGUE_FACTS = {
+    "harness-exception": _crash_facts,
     "tool-parser-mismatch": _tool_markup_facts,
     "thinking-budget-exhausted": _budget_facts,
     "answer-in-reasoning": _answer_in_reasoning_facts,

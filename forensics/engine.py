@@ -41,7 +41,8 @@ class Rule:
     path: str
 
     def checkable(self, present: set[str]) -> bool:
-        return any(all(c in present for c in group) for group in self.requires)
+        # No requirement: the rule reads only what every source has (trajectories, roles).
+        return not self.requires or any(all(c in present for c in group) for group in self.requires)
 
     def missing(self, present: set[str]) -> list[str]:
         """What is absent, one entry per way the rule could have run ("a+b" for a pair)."""
@@ -178,7 +179,20 @@ def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) ->
         ),
         on=["trajectory_id", "turn_index"],
         how="left",
-    ).with_columns(redact_expr(pl.col("evidence")))
+    )
+    # A finding about a whole episode (turn_index NULL, e.g. an episode whose exception left no
+    # turns) is located where the episode starts.
+    episode = ["run_id", "task_id", "trial", "source_path", "source_line"]
+    located = (
+        located.join(
+            trajectories.select("trajectory_id", *episode),
+            on="trajectory_id",
+            how="left",
+            suffix="_episode",
+        )
+        .with_columns(pl.coalesce(c, f"{c}_episode").alias(c) for c in episode)
+        .with_columns(redact_expr(pl.col("evidence")))
+    )
     located = located.with_columns(
         pl.struct("rule", "trajectory_id", "turn_index", "message")
         .map_elements(

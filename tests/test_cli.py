@@ -142,6 +142,7 @@ def test_rules_list_and_explain():
         "content-filtered",
         "context-overflow",
         "empty-tool-calls",
+        "episode-crashed",
         "http-error",
         "internal-fields-in-request",
         "malformed-tool-call",

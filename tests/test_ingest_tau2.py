@@ -279,8 +279,13 @@ def test_dir_layout_text_run_with_modern_raw_data_and_placeholder(tmp_path):
     messages = json.loads(sim_file.read_text())["messages"]
     last_agent = [m for m in messages if m["role"] == "assistant" and m["raw_data"]][-1]
     assert last_agent["raw_data"]["choices"][0]["finish_reason"] == "length"
-    found = result.findings.row(0, named=True)
-    assert result.findings.height == 1
+    # The placeholder lost its messages to the exception: reported as a whole episode.
+    crashed = result.findings.filter(pl.col("rule") == "episode-crashed")
+    assert crashed.select("trajectory_id", "turn_index").rows() == [
+        ("dir_text_run/task-6/trial-0", None)
+    ]
+    found = result.findings.filter(pl.col("rule") != "episode-crashed").row(0, named=True)
+    assert result.findings.height == 2
     assert (found["rule"], found["source_path"], found["turn_index"]) == (
         "max-tokens",
         str(sim_file),

@@ -17,11 +17,13 @@ turn gives only `finish_reason_raw`, it is normalised as the ingesters do. Tool-
 may be written as JSON objects; they are stored as JSON text.
 
 The rule must fire on exactly the `ruleid` turns of the case (no more, no fewer) and never on an
-`ok` turn. All cases run together through enrich + engine.check with the full pack, each case
-its own trajectory, so a rule that leaks across trajectories fails here too. "trajectory"
-sets episode columns of schema.TRAJECTORIES that rules join on (reward, termination reason,
-labels as a mapping); its "source_format" also applies to the turns, for rules that only
-read one harness's files (tau2). A case marked
+`ok` turn. `null` in either list stands for the episode as a whole (a finding with no turn,
+e.g. an episode whose exception left no turns); such a case may have `"turns": []`. All cases
+run together through enrich + engine.check with the full pack, each case its own trajectory,
+so a rule that leaks across trajectories fails here too. "trajectory" sets episode columns of
+schema.TRAJECTORIES that rules join on (reward, termination reason, labels as a mapping); its
+"source_format" also applies to the turns, for rules that only read one harness's files
+(tau2). A case marked
 `xfail` documents a suspected bug in a rule or in enrich: it reports as xfailed while the bug
 is there and fails once the rule is fixed, so the mark gets removed.
 """
@@ -86,11 +88,11 @@ class Case:
         return self.raw.get("turns") or []
 
     @property
-    def ruleid(self) -> set[int]:
+    def ruleid(self) -> set[int | None]:
         return set(self.raw.get("expect", {}).get("ruleid") or [])
 
     @property
-    def ok(self) -> set[int]:
+    def ok(self) -> set[int | None]:
         return set(self.raw.get("expect", {}).get("ok") or [])
 
     @property
@@ -181,6 +183,11 @@ def _trajectory(case: Case) -> dict[str, Any]:
     }
 
 
+def _ordered(turns: set[int | None]) -> list[int | None]:
+    """Turn indexes for messages; None (the episode as a whole) first."""
+    return sorted(turns, key=lambda t: -1 if t is None else t)
+
+
 def _problems(case: Case) -> list[str]:
     """What is wrong with the fixture itself (not with the rule)."""
     raw = case.raw
@@ -204,18 +211,21 @@ def _problems(case: Case) -> list[str]:
         return problems
     for key in ("ruleid", "ok"):
         values = expect[key]
-        if not isinstance(values, list) or not all(type(v) is int for v in values):
-            problems.append(f"expect.{key} must be a list of turn indexes")
+        if not isinstance(values, list) or not all(type(v) is int or v is None for v in values):
+            problems.append(f"expect.{key} must be a list of turn indexes (null: the episode)")
             return problems
     turns = raw.get("turns")
-    if not isinstance(turns, list) or not turns:
+    # An episode-level case (expect names only null) may have no turns: an episode that died
+    # before it produced any is exactly what such rules look for.
+    episode_only = (case.ruleid | case.ok) == {None}
+    if not isinstance(turns, list) or not (turns or episode_only):
         problems.append('"turns" must be a non-empty list')
         return problems
     if not case.ruleid | case.ok:
         problems.append("expect names no turn at all")
     if both := case.ruleid & case.ok:
-        problems.append(f"turns {sorted(both)} are both ruleid and ok")
-    if outside := {i for i in case.ruleid | case.ok if not 0 <= i < len(turns)}:
+        problems.append(f"turns {_ordered(both)} are both ruleid and ok")
+    if outside := {i for i in case.ruleid | case.ok if i is not None and not 0 <= i < len(turns)}:
         problems.append(f"turns {sorted(outside)} do not exist ({len(turns)} turns)")
     for index, turn in enumerate(turns):
         if not isinstance(turn, dict):
@@ -273,11 +283,11 @@ def test_rule_fires_exactly_on_expected_turns(case: Case, findings: Findings) ->
     fired = set(mine["turn_index"].to_list())
     problems = []
     if missing := case.ruleid - fired:
-        problems.append(f"did not fire on ruleid turns {sorted(missing)}")
+        problems.append(f"did not fire on ruleid turns {_ordered(missing)}")
     if unexpected := fired - case.ruleid - case.ok:
-        problems.append(f"fired on unexpected turns {sorted(unexpected)}")
+        problems.append(f"fired on unexpected turns {_ordered(unexpected)}")
     if forbidden := fired & case.ok:
-        problems.append(f"fired on ok turns {sorted(forbidden)}")
+        problems.append(f"fired on ok turns {_ordered(forbidden)}")
     report = f"{case.rule} on {case.source_path}:{case.line} ({case.name}): " + "; ".join(problems)
     for row in mine.iter_rows(named=True):
         report += f"\n  turn {row['turn_index']}: {row['message']}"

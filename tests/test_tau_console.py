@@ -16,6 +16,9 @@ Running task 1
 ❌ task_id=0 {'error': 'litellm.BadRequestError: context length exceeded', 'traceback': 'Traceback (most recent call last):\\n  File "x.py"'}
 -----
 Running task 2
+Running task 3
+❌ task_id=3 {'error': 'litellm.APIConnectionError: Hosted_vllmException - Connection error.', 'traceback': 'Traceback (most recent call last):\\n  File "x.py"'}
+-----
 ❌ task_id=2 {'task': {'user_id': 'u2', 'actions': [], 'instruction': 'x', 'outputs': []}, 'source': 'user', 'user_cost': None, 'reward_info': None}
 -----
 🏆 Average reward: 0.3333333333333333
@@ -28,11 +31,22 @@ def test_console_results_become_trajectories(tmp_path):
     result = forensics.scan([str(log)])
     assert result.rejects.is_empty()
     rows = {r["task_id"]: r for r in result.trajectories.iter_rows(named=True)}
-    assert sorted(rows) == ["0", "1", "2"]
+    assert sorted(rows) == ["0", "1", "2", "3"]
     assert rows["1"]["reward"] == 1.0 and rows["1"]["source_line"] == 5
     assert rows["0"]["reward"] == 0.0 and rows["0"]["termination_reason"] == "error"
     assert rows["0"]["error"].startswith("litellm.BadRequestError")
     assert rows["2"]["termination_reason"] == "max_steps"
     assert {r["trial"] for r in rows.values()} == {0}
     assert rows["1"]["agent_model"] == "gpt-4o"
-    assert result.turns.is_empty() and result.findings.is_empty()
+    assert result.turns.is_empty()
+    # Episodes that died in an exception left no turns; they are reported where they start.
+    found = {
+        (r["rule"], r["task_id"], r["turn_index"], r["source_line"])
+        for r in result.findings.iter_rows(named=True)
+    }
+    assert found == {("context-overflow", "0", None, 4), ("episode-crashed", "3", None, 11)}
+    causes = {c.id: c for c in result.diagnosis.causes}
+    assert causes["harness-exception"].fixes[0]["action"] == (
+        "Fix the exception: litellm.APIConnectionError: Hosted_vllmException - Connection error."
+    )
+    assert "1 episode that left no turn" in causes["context-overflow"].fixes[0]["detail"]

@@ -1000,6 +1000,43 @@ def plant_overflow(rng, traj):
     ]
 
 
+def plant_crash(rng, traj):
+    """The episode raised: tau-bench keeps only info.error and an empty traj (tau2 ≥1.0 a
+    placeholder with messages: []). A context-window error belongs to context-overflow; an
+    error on an episode that kept its turns is not a lost episode."""
+    errors = [
+        "litellm.APIConnectionError: Hosted_vllmException - Connection error.",
+        "litellm.RateLimitError: OpenAIException - Rate limit reached for requests",
+        "Expecting ',' delimiter: line 1 column 58 (char 57)",
+        "litellm.AuthenticationError: OpenAIException - Incorrect API key provided: sk-proj-****",
+        "'NoneType' object has no attribute 'split'",
+    ]
+    trace = '\nTraceback (most recent call last):\n  File "tau_bench/run.py", line 118, in _run'
+    crashed = copy.deepcopy(traj)
+    crashed["turns"] = []
+    crashed["episode"].update(
+        reward=0.0, termination_reason="error", error=rng.choice(errors) + trace
+    )
+    overflow = copy.deepcopy(crashed)
+    overflow["episode"]["error"] = (
+        "litellm.ContextWindowExceededError: This model's maximum context length is 32768 "
+        "tokens. However, you requested 33012 tokens." + trace
+    )
+    kept = copy.deepcopy(traj)
+    kept["episode"]["error"] = "too many tool errors"
+    return [
+        case("planted", "episode-crashed", crashed, [("episode-crashed", None)], "info.error"),
+        case(
+            "planted",
+            "episode-lost-to-context",
+            overflow,
+            [("context-overflow", None)],
+            "context error, no turns",
+        ),
+        case("planted", "error-but-turns-kept", kept, [], "error on an episode with turns"),
+    ]
+
+
 def plant_retries(rng, traj):
     ks = agent_turns(traj)
     if not ks:
@@ -1421,6 +1458,7 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_request_fields, 1),
     (plant_http, 1),
     (plant_overflow, 2),
+    (plant_crash, 1),
     (plant_retries, 1),
     (plant_stream_cut, 2),
     (plant_announce, 2),
