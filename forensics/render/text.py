@@ -24,6 +24,8 @@ def render(model: dict[str, Any], report_path: str | None = None) -> str:
         for ev in cause["evidence"][:2]:
             src = ev["source"]
             lines.append(f"   e.g. {src['path']}:{src['line']}  {ev['rule']}: {ev['message']}")
+    if model["validation"]:
+        lines += ["", "validate:"] + [f"   {i}. {v}" for i, v in enumerate(model["validation"], 1)]
     if s["findings_by_rule"]:
         counts = ", ".join(f"{k} {v}" for k, v in s["findings_by_rule"].items())
         lines += ["", f"findings by rule: {counts}"]
