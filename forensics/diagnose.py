@@ -280,7 +280,10 @@ def _facts(
             facts["server_text"] = ""
         agent_ep = labels.get("agent_endpoint") or labels.get("model_provider")
         user_ep = labels.get("user_endpoint") or labels.get("user_model_provider")
-        shared = bool(agent_model and agent_model == user_model and agent_ep == user_ep)
+        # Same model at the same (known) endpoint; two unknown endpoints prove nothing.
+        shared = bool(
+            agent_model and agent_model == user_model and agent_ep and agent_ep == user_ep
+        )
         facts["shared_text"] = f"{agent_model} at {agent_ep}" if shared else ""
         facts["user_sim_leaks_on_shared_endpoint"] = shared and "user_sim" in actors
     elif spec.id == "empty-stop-with-tools":

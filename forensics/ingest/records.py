@@ -7,13 +7,13 @@ hands them to a `Collector`, together with `reject`s for what it could not read.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from forensics import schema
+from forensics.ingest.apicommon import json_text, text_of
 
 # How each source spells a finish reason -> our normalised vocabulary. Unknown spellings map to
 # "unknown"; a missing reason stays NULL.
@@ -118,28 +118,6 @@ class Episode:
         self.messages.append((line, message))
 
 
-def _text(value: Any) -> str | None:
-    """Message content as text: strings as they are, content-block lists joined."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts = []
-        for block in value:
-            if isinstance(block, dict):
-                if isinstance(block.get("text"), str):
-                    parts.append(block["text"])
-            elif isinstance(block, str):
-                parts.append(block)
-        return "\n".join(parts)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _arguments(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def tool_calls_of(message: dict[str, Any]) -> list[dict[str, str | None]]:
     """Structured tool calls of a message in either OpenAI shape or the flat tau2 shape."""
     calls = message.get("tool_calls") or []
@@ -153,7 +131,7 @@ def tool_calls_of(message: dict[str, Any]) -> list[dict[str, str | None]]:
                 {
                     "id": call.get("id"),
                     "name": fn.get("name"),
-                    "arguments": _arguments(fn.get("arguments")),
+                    "arguments": json_text(fn.get("arguments")),
                 }
             )
     content = message.get("content")
@@ -164,7 +142,7 @@ def tool_calls_of(message: dict[str, Any]) -> list[dict[str, str | None]]:
                     {
                         "id": block.get("id"),
                         "name": block.get("name"),
-                        "arguments": _arguments(block.get("input")),
+                        "arguments": json_text(block.get("input")),
                     }
                 )
     return out
@@ -304,7 +282,7 @@ class Collector:
         agent_turns = tool_calls = 0
         for index, (line, msg) in enumerate(ep.messages):
             role = msg.get("role")
-            content = _text(msg.get("content"))
+            content = text_of(msg.get("content"))
             calls = tool_calls_of(msg)
             actor = tau_actor(role, content)
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
@@ -324,7 +302,7 @@ class Collector:
                 "role": role,
                 "actor": actor,
                 "content": content,
-                "reasoning": _text(reasoning),
+                "reasoning": text_of(reasoning),
                 "tool_calls": calls,
                 "finish_reason": normalise_finish_reason(msg.get("finish_reason")),
                 "finish_reason_raw": msg.get("finish_reason"),
