@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -181,7 +180,7 @@ def scan(
     from forensics import __version__, store
     from forensics.pipeline import scan as run_scan
     from forensics.render import github as github_out
-    from forensics.render import html, jsonout, junit, model, sarif, text
+    from forensics.render import html, jsonout, junit, markdown, model, sarif, text
 
     try:
         settings = _settings(config_path, no_config)
@@ -220,7 +219,7 @@ def scan(
     if junit_path:
         _write(junit_path, junit.render(report, base))
     if md_path:
-        _write(md_path, _markdown(report))
+        _write(md_path, markdown.render(report))
     if write_baseline:
         _write(write_baseline, gate.baseline_document(result.findings))
     try:
@@ -239,16 +238,6 @@ def scan(
     if result.trajectories.is_empty() and not any(f.note for f in result.files):
         _fail("no readable input: every file was rejected (see the rejects above)")
     sys.exit(verdict.exit_code)
-
-
-def _markdown(report: dict) -> str:
-    # The Markdown renderer ships separately; look for it rather than catching ImportError,
-    # which would also hide a broken import inside it.
-    if importlib.util.find_spec("forensics.render.markdown") is None:
-        _fail("--md: the Markdown renderer is not part of this installation")
-    from forensics.render import markdown  # type: ignore[attr-defined]
-
-    return markdown.render(report)
 
 
 @cli.command()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import xml.etree.ElementTree as ET
@@ -155,25 +154,8 @@ def test_github_escapes_and_baseline_limits_to_new(workdir):
     assert len(annotations) == 19 and all("[task 48," in line for line in annotations)
 
 
-def test_md_without_the_renderer_is_a_usage_error(workdir, monkeypatch):
-    real = importlib.util.find_spec
-
-    def find_spec(name, *args):
-        return None if name == "forensics.render.markdown" else real(name, *args)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    res = run("scan", "--no-report", "--config", PINNED, "results/output2.txt", "--md", "r.md")
-    assert res.exit_code == 2
-    assert "--md: the Markdown renderer is not part of this installation" in res.output
-    assert not (workdir / "r.md").exists()
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("forensics.render.markdown") is None,
-    reason="forensics.render.markdown is written by the report engineer",
-)
 def test_md_writes_the_markdown_report(workdir):
-    from forensics.render import markdown  # type: ignore[attr-defined]
+    from forensics.render import markdown
 
     res = run(
         "scan",
