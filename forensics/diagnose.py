@@ -795,15 +795,27 @@ def _validation(causes: list[Cause], trajectories: pl.DataFrame) -> list[str]:
     return steps
 
 
+def _lower_first(title: str) -> str:
+    """A title inside a sentence: lower-case its first word unless it is an acronym (API)."""
+    word = title.split(" ", 1)[0]
+    return title if word.isupper() else title[0].lower() + title[1:]
+
+
+def _trajectories(n: int) -> str:
+    return f"{n} trajectory" if n == 1 else f"{n} trajectories"
+
+
 def _verdict(causes: list[Cause], total: int) -> str:
     if not causes:
-        return f"No findings in {total} trajectories."
+        return f"No findings in {_trajectories(total)}."
     first = causes[0]
     text = (
-        f"Primary cause: {first.title.lower()} — in {first.trajectories} of {total} "
+        f"Primary cause: {_lower_first(first.title)} — in {first.trajectories} of {total} "
         f"trajectories ({first.turns} findings), reward lost {first.reward_lost:g}."
     )
     if len(causes) > 1:
-        rest = "; ".join(f"{c.title.lower()} ({c.trajectories} trajectories)" for c in causes[1:])
+        rest = "; ".join(
+            f"{_lower_first(c.title)} ({_trajectories(c.trajectories)})" for c in causes[1:]
+        )
         text += f" Also: {rest}."
     return text

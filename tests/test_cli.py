@@ -70,7 +70,7 @@ def test_fail_on_threshold_and_exit_zero_when_clean(tmp_path):
     assert run("scan", OUTPUT2, "--no-report", "--fail-on", "high").exit_code == 1
     clean = run("scan", str(SAMPLES / "tau_bench_results_control.json"), "--no-report")
     assert clean.exit_code == 0
-    assert "No findings in 1 trajectories." in clean.output
+    assert "No findings in 1 trajectory." in clean.output
 
 
 def test_missing_path_and_unreadable_input_exit_2(tmp_path):
