@@ -335,8 +335,10 @@ def schema_cmd() -> None:
 def rules_cmd(ctx: click.Context) -> None:
     """List the rule pack (id, severity, confidence, summary)."""
     if ctx.invoked_subcommand is None:
-        for r in engine.load_rules():
-            click.echo(f"{r.id:<20} {r.severity:<8} {r.confidence:<9} {r.summary}")
+        rules = engine.load_rules()
+        width = max(len(r.id) for r in rules)
+        for r in rules:
+            click.echo(f"{r.id:<{width}}  {r.severity:<8} {r.confidence:<9} {r.summary}")
 
 
 @rules_cmd.command("explain")
