@@ -97,11 +97,17 @@ def _markup_format(text: pl.Expr) -> pl.Expr:
     return chain.otherwise(pl.lit(None, dtype=pl.String))
 
 
+def _only(rows: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """`text` on `rows` and "" elsewhere, for signals of some rows only: the patterns then skip
+    text whose result would be discarded (a NULL does not spare the search, "" does)."""
+    return pl.when(rows).then(text).otherwise(pl.lit(""))
+
+
 def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
     """tool_markup_format / tool_markup_in of assistant turns: visible text first, then the
     reasoning (field or inline block), then the tool names."""
     assistant = pl.col("role") == "assistant"
-    content = pl.col("content").fill_null("")
+    content = _only(assistant, pl.col("content").fill_null(""))
     inline_reasoning = pl.concat_str(
         [
             content.str.extract_all(
@@ -124,7 +130,9 @@ def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(None)
     )
     df = df.with_columns(
-        pl.when(assistant).then(_markup_format(pl.col("visible_text"))).alias("_in_content"),
+        pl.when(assistant)
+        .then(_markup_format(_only(assistant, pl.col("visible_text"))))
+        .alias("_in_content"),
         pl.when(assistant).then(_markup_format(reasoning)).alias("_in_reasoning"),
         pl.when(assistant).then(in_names).alias("_in_names"),
     )
@@ -149,9 +157,12 @@ def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _announces_action(visible: pl.Expr, transferred_before: pl.Expr) -> pl.Expr:
-    """The turn's last sentence announces an action, unconditionally."""
-    last = visible.str.strip_chars().str.extract(markers.LAST_SENTENCE_RE, 1).str.strip_chars()
+def _last_sentence(visible: pl.Expr) -> pl.Expr:
+    return visible.str.strip_chars().str.extract(markers.LAST_SENTENCE_RE, 1).str.strip_chars()
+
+
+def _announces_action(last: pl.Expr, transferred_before: pl.Expr) -> pl.Expr:
+    """The last sentence (_last_sentence) announces an action, unconditionally."""
     announces = last.str.contains(markers.ANNOUNCEMENT_RE) | (
         last.str.contains(markers.HANDOFF_RE) & ~transferred_before
     )
@@ -209,30 +220,39 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
         whole.map_batches(_compression_ratio, return_dtype=pl.Float64).alias("compression_ratio"),
         words.alias("_words"),
     )
-    bigrams = (
-        pl.col("_words")
-        .list.eval(pl.element() + " " + pl.element().shift(-1))
-        .list.drop_nulls()
-        .list.unique()
-    )
-    previous = pl.col("_bigrams").shift(1).over(["trajectory_id", "actor"], order_by="turn_index")
+    # Word bigrams as 64-bit hashes of the word pairs: the set operations then compare integers,
+    # not strings built for every pair (which cost more than the rest of enrich). Two different
+    # pairs share a hash with probability 2^-64.
+    word = pl.element().hash()
+    pair = pl.struct(word.alias("first"), word.shift(-1).alias("second")).hash()
+    bigrams = pl.col("_words").list.eval(pair.filter(word.shift(-1).is_not_null())).list.unique()
     df = df.with_columns(
         pl.when(pl.col("_words").list.len() >= MIN_SIMILARITY_WORDS)
         .then(bigrams)
         .otherwise(None)
         .alias("_bigrams")
     )
-    similarity = (
-        pl.col("_bigrams").list.set_intersection(previous).list.len()
-        / pl.col("_bigrams").list.set_union(previous).list.len()
-    )
+    # A column, so that the window runs once rather than once per use below.
     df = df.with_columns(
+        pl.col("_bigrams")
+        .shift(1)
+        .over(["trajectory_id", "actor"], order_by="turn_index")
+        .alias("_previous")
+    )
+    # Jaccard similarity; both lists are sets, so |A ∪ B| = |A| + |B| - |A ∩ B|.
+    shared = pl.col("_bigrams").list.set_intersection(pl.col("_previous")).list.len()
+    similarity = shared / (pl.col("_bigrams").list.len() + pl.col("_previous").list.len() - shared)
+    agent_reply = (pl.col("role") == "assistant") & (pl.col("actor") == "agent")
+    # The last sentence is a column of its own because three patterns read it.
+    reply = _only(agent_reply, pl.col("visible_text"))
+    df = df.with_columns(
+        _last_sentence(reply).alias("_last"),
         (pl.col("tool_call_count") > 0).alias("has_tool_calls"),
         (
             (pl.col("reasoning").fill_null("").str.strip_chars().str.len_chars() > 0)
             | (pl.col("think_open_count") + pl.col("think_close_count") > 0)
         ).alias("has_reasoning"),
-        pl.when(pl.col("_bigrams").is_not_null() & previous.is_not_null())
+        pl.when(pl.col("_bigrams").is_not_null() & pl.col("_previous").is_not_null())
         .then(similarity.round(3))
         .otherwise(None)
         .cast(pl.Float64)
@@ -241,8 +261,7 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
             _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
         ).alias("_tail"),
     )
-    agent_reply = (pl.col("role") == "assistant") & (pl.col("actor") == "agent")
-    asks = pl.col("visible_text").str.contains(markers.ASKS_USER_RE)
+    asks = reply.str.contains(markers.ASKS_USER_RE)
     names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
     transferred_before = (
         names.str.contains(markers.TRANSFER_TOOL_RE)
@@ -253,7 +272,7 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
     df = df.with_columns(
         pl.when(agent_reply).then(asks).otherwise(None).alias("asks_user"),
         pl.when(agent_reply)
-        .then(_announces_action(pl.col("visible_text"), transferred_before) & ~asks)
+        .then(_announces_action(pl.col("_last"), transferred_before) & ~asks)
         .otherwise(None)
         .alias("announces_action"),
     )

@@ -210,23 +210,31 @@ def test_responses_api_chains_by_previous_response_id(tmp_path):
 
 def test_linking_hashes_each_message_once(tmp_path, monkeypatch):
     """The cost is one fingerprint per message sent plus one per answer: linear in the input,
-    whatever the number of live trajectories."""
-    calls = 0
-    real = linking.canonical
+    whatever the number of live trajectories. History re-sent without tool calls is reduced
+    once, then found by its text."""
+    fingerprints = reductions = 0
+    real_fingerprint, real_canonical = linking.Linker._canonical, linking.canonical
 
-    def counting(message, cache):
-        nonlocal calls
-        calls += 1
-        return real(message, cache)
+    def fingerprint(self, message):
+        nonlocal fingerprints
+        fingerprints += 1
+        return real_fingerprint(self, message)
 
-    monkeypatch.setattr(linking, "canonical", counting)
+    def canonical(message, cache):
+        nonlocal reductions
+        reductions += 1
+        return real_canonical(message, cache)
+
+    monkeypatch.setattr(linking.Linker, "_canonical", fingerprint)
+    monkeypatch.setattr(linking, "canonical", canonical)
     records = []
     loops = [agent_loop(f"task {i}", 8, str(i)) for i in range(5)]
     for step in range(8):
         records += [loop[step] for loop in loops]
     result = scan(tmp_path, records)
     sent = sum(len(r["request"]["messages"]) for r in records)
-    assert calls == sent + len(records)
+    assert fingerprints == sent + len(records)
+    assert reductions < fingerprints / 2
     assert result.trajectories.height == 5
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,8 +124,32 @@ def detect(head: bytes) -> tuple[Format | None, str]:
     return None, "unknown format"
 
 
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Parsed JSON holds no reference cycles, nor do the rows built from it, yet every dict
+    parsed would trigger the cyclic collector, which re-walks all the rows collected so far: a
+    fifth of the ingest time on large captures. Reference counting still frees everything (a
+    cycle an ingester did make waits for the collector to be back); the collector's previous
+    state is restored."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def ingest(paths: list[str]) -> Ingested:
     """Read every file named by paths (files, directories, globs) into the tables."""
+    # The collector comes back on only once the rows are Arrow tables and the Python objects
+    # they were built from are freed: it never walks them (otherwise its first passes after
+    # the read walk every row and message once more, for nothing).
+    with no_cyclic_gc():
+        return _read(paths)
+
+
+def _read(paths: list[str]) -> Ingested:
     collector = Collector()
     reports: list[FileReport] = []
     for path in files.expand(paths):

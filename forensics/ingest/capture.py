@@ -9,10 +9,8 @@ one-line reason. OpenAI Batch input and output lines in the same file are joined
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -261,31 +259,15 @@ class Reader:
         return self.sources
 
 
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Parsed JSON holds no reference cycles and reading a capture creates none, yet every
-    dict parsed would trigger the cyclic collector, which re-walks all the rows collected so
-    far: a fifth of the ingest time on large captures. Reference counting still frees
-    everything; the collector's previous state is restored."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def read(path: Path, collector: Collector, fmt: str) -> int:
     """Ingest a capture file; returns the number of records that became turns."""
-    with no_cyclic_gc():
-        reader = Reader(path, collector, fmt)
-        for line, value, error, raw in records(path):
-            if error is not None:
-                reader.reject(line, error, raw)
-            else:
-                reader.record(line, value)
-        return reader.finish()
+    reader = Reader(path, collector, fmt)
+    for line, value, error, raw in records(path):
+        if error is not None:
+            reader.reject(line, error, raw)
+        else:
+            reader.record(line, value)
+    return reader.finish()
 
 
 def ingest(path: Path, collector: Collector) -> int:

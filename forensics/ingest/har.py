@@ -92,8 +92,7 @@ def ingest(path: Path, collector: Collector) -> int:
 
     log_walker = {"log": lambda t, p: jsonwalk.obj(t, p, {"entries": entries})}
     try:
-        with capture.no_cyclic_gc():
-            jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), log_walker)
+        jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), log_walker)
     except jsonwalk.WalkError as exc:
         where = jsonwalk.skip_ws(text, last_end)
         if text.startswith(",", where):

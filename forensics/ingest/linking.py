@@ -101,6 +101,20 @@ class Linker:
         self._by_response_id: dict[str, _Trajectory] = {}
         self._trajectories: list[_Trajectory] = []
         self._arguments: dict[str, str] = {}
+        # (role, content) -> canonical bytes of messages without tool calls: every request
+        # re-sends the whole history, so each such message would otherwise be reduced again
+        # (think blocks, strip, encode) once per later call of its conversation.
+        self._plain: dict[tuple[str, str], bytes] = {}
+
+    def _canonical(self, message: Mapping[str, Any]) -> bytes:
+        role, content = message.get("role"), message.get("content")
+        if type(role) is not str or type(content) is not str or message.get("tool_calls"):
+            return canonical(message, self._arguments)
+        key = (role, content)
+        known = self._plain.get(key)
+        if known is None:
+            known = self._plain[key] = canonical(message, self._arguments)
+        return known
 
     def _new(self, line: int) -> _Trajectory:
         traj = _Trajectory(Episode(self.run, self.source_path, line, self.source_format))
@@ -115,7 +129,7 @@ class Linker:
         running = hashlib.blake2b(digest_size=16)
         prefixes = [running.digest()]
         for message in messages:
-            running.update(canonical(message, self._arguments))
+            running.update(self._canonical(message))
             prefixes.append(running.digest())
         if call.params_digest is not None and call.output is not None:
             call.fields["request_hash"] = requestinfo.request_hash(prefixes[-1], call.params_digest)
@@ -143,7 +157,7 @@ class Linker:
         if call.output is not None:
             traj.episode.add(call.line, call.output, **call.fields)
             if not call.failed:
-                running.update(canonical(call.output, self._arguments))
+                running.update(self._canonical(call.output))
             traj.error = call.fields.get("error")
         if not traj.episode.messages:  # a new trajectory that got nothing: drop it
             self._trajectories.pop()
@@ -165,4 +179,5 @@ class Linker:
         self._ends.clear()
         self._by_response_id.clear()
         self._arguments.clear()
+        self._plain.clear()
         return count
