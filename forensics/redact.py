@@ -7,6 +7,7 @@ few loose strings (labels, reject excerpts). Both regex dialects accept these pa
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import polars as pl
 
@@ -46,3 +47,9 @@ def redact_expr(expr: pl.Expr) -> pl.Expr:
         repl = "".join(f"${{{i + 1}}}" for i in range(keep)) + MASK
         expr = expr.str.replace_all(pattern, repl)
     return expr
+
+
+@lru_cache(maxsize=4096)
+def redact_name(name: str) -> str:
+    """A file path or run id, redacted; cached, since every row of a file repeats it."""
+    return redact_text(name) or name

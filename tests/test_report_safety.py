@@ -70,3 +70,28 @@ def test_secrets_redacted_in_every_output(tmp_path):
         assert "SECRETsecret" not in text
         assert "abcdefghijklmnop1234" not in text
         assert "***REDACTED***" in text
+
+
+def test_secret_in_a_file_name_reaches_no_output(tmp_path):
+    """Paths and run ids derive from file names: a key pasted into one is masked too."""
+    log = _hostile_log(tmp_path).rename(tmp_path / f"run-{KEY}.log")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "scan",
+            str(log),
+            "-o",
+            str(out),
+            "--json",
+            str(tmp_path / "r.json"),
+            "--md",
+            str(tmp_path / "r.md"),
+            "--sarif",
+            str(tmp_path / "r.sarif"),
+        ],
+    )
+    assert res.exit_code == 1, res.output
+    for path in (out / "report.html", tmp_path / "r.json", tmp_path / "r.md", tmp_path / "r.sarif"):
+        assert "SECRETsecret" not in path.read_text(), path.name
+    assert "SECRETsecret" not in res.output

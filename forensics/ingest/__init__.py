@@ -22,6 +22,7 @@ from forensics.ingest import (
     tau_results,
 )
 from forensics.ingest.records import Collector
+from forensics.redact import redact_name
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def _read(paths: list[str]) -> Ingested:
             fmt, why = None, f"cannot read: {exc.strerror or exc}"
         if fmt is None:
             collector.reject(str(path), None, why)
-            reports.append(FileReport(str(path), None, why, 0))
+            reports.append(FileReport(redact_name(str(path)), None, why, 0))
             continue
         try:
             records = fmt.ingest(path, collector)
@@ -170,12 +171,12 @@ def _read(paths: list[str]) -> Ingested:
         if (
             records == 0
             and note is None
-            and not any(r["source_path"] == str(path) for r in collector.reject_rows)
+            and not any(r["source_path"] == redact_name(str(path)) for r in collector.reject_rows)
         ):
             collector.reject(
                 str(path), None, "no recognizable records (unknown format)", "", fmt.name
             )
-        reports.append(FileReport(str(path), fmt.name, why, records, note))
+        reports.append(FileReport(redact_name(str(path)), fmt.name, why, records, note))
     turns, trajectories, rejects = collector.tables()
     trajectories = sidecars.apply(trajectories, collector.run_metadata)
     for report in reports:

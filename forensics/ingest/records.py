@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from forensics import schema
 from forensics.ingest.apicommon import json_text, text_of
+from forensics.redact import redact_name
 
 # How each source spells a finish reason -> our normalised vocabulary. Unknown spellings map to
 # "unknown"; a missing reason stays NULL.
@@ -254,7 +255,7 @@ class Collector:
     ) -> None:
         self.reject_rows.append(
             {
-                "source_path": path,
+                "source_path": redact_name(path),
                 "source_line": line,
                 "source_format": source_format,
                 "reason": reason,
@@ -267,14 +268,17 @@ class Collector:
 
     def add_episode(self, ep: Episode) -> None:
         run = ep.run
+        # A secret in a file name must not reach any table either (paths and run ids derive
+        # from file names).
+        source_path, run_id = redact_name(ep.source_path), redact_name(run.run_id)
         trial = ep.trial
         if trial is None:
             # Console logs do not print the trial: the n-th run of a task in a run is trial n.
-            key = (run.run_id, ep.task_id)
+            key = (run_id, ep.task_id)
             trial = self._trials.get(key, 0)
             self._trials[key] = trial + 1
         task = ep.task_id if ep.task_id is not None else "unknown"
-        base = f"{run.run_id}/task-{task}/trial-{trial}"
+        base = f"{run_id}/task-{task}/trial-{trial}"
         n = self._seen_trajectories.get(base, 0)
         self._seen_trajectories[base] = n + 1
         trajectory_id = base if n == 0 else f"{base}#{n + 1}"
@@ -291,10 +295,10 @@ class Collector:
             if actor == "user_sim":
                 model, endpoint = run.user_model, run.user_endpoint
             row = {
-                "source_path": ep.source_path,
+                "source_path": source_path,
                 "source_line": line,
                 "source_format": ep.source_format,
-                "run_id": run.run_id,
+                "run_id": run_id,
                 "trajectory_id": trajectory_id,
                 "task_id": ep.task_id,
                 "trial": trial,
@@ -339,12 +343,12 @@ class Collector:
                 agent_turns += 1
                 tool_calls += len(row["tool_calls"] or [])
             self.turn_rows.append(row)
-        self._runs[run.run_id] = run
+        self._runs[run_id] = run
         self.trajectory_rows.append(
             {
                 "trajectory_id": trajectory_id,
-                "run_id": run.run_id,
-                "source_path": ep.source_path,
+                "run_id": run_id,
+                "source_path": source_path,
                 "source_line": ep.source_line,
                 "source_format": ep.source_format,
                 "task_id": ep.task_id,
