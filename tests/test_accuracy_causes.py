@@ -9,7 +9,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from forensics import accuracy, diagnose, engine, schema
+from forensics import accuracy, diagnose, engine, facts, schema
 from forensics.enrich import enrich
 
 from conftest import DATA
@@ -149,7 +149,7 @@ def test_every_fix_text_is_filled_from_the_data(corpus_diagnosis):
     spec = diagnose.load_causes(engine.default_rules_dir())
     for rule in RULES:
         assert rule.cause in spec, f"{rule.id} points at an undefined cause {rule.cause}"
-    catalogue = set(diagnose.CATALOGUE_FACTS) - {"no-action-failure"}  # always explained here
+    catalogue = set(facts.CATALOGUE_FACTS) - {"no-action-failure"}  # always explained here
     assert catalogue <= ids, catalogue - ids
     for cause in corpus_diagnosis.causes:
         assert cause.fixes, cause.id

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 from markupsafe import Markup, escape
 
-from forensics.diagnose import CHARS_PER_TOKEN
+from forensics.facts import CHARS_PER_TOKEN
 from forensics.pipeline import ScanResult
 
 # The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml).

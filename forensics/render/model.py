@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.diagnose import TOOL_CALL_PARSERS
+from forensics.facts import TOOL_CALL_PARSERS
 from forensics.pipeline import ScanResult
 
 EXCERPT_CHARS = 600
