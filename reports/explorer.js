@@ -174,7 +174,8 @@
     var s = el("summary");
     var head = el("div", "thead");
     head.appendChild(el("span", "tk", "T" + t.k));
-    head.appendChild(el("span", null, "task " + t.task + (t.trial !== null && t.trial !== undefined ? " · trial " + t.trial : "")));
+    var task = t.task === null || t.task === undefined ? "no task id" : "task " + t.task;
+    head.appendChild(el("span", null, task + (t.trial !== null && t.trial !== undefined ? " · trial " + t.trial : "")));
     if (t.variant) head.appendChild(el("span", null, t.variant));
     if (t.am) head.appendChild(el("span", "muted", t.am));
     head.appendChild(el("span", "reward " + rewardBucket(t.reward), "reward " + (t.reward === null || t.reward === undefined ? "—" : t.reward)));
