@@ -168,15 +168,17 @@ def _read(paths: list[str]) -> Ingested:
             collector.reject(str(path), None, f"read error: {exc}", source_format=fmt.name)
             records = 0
         note = "; ".join(collector.notes.get(str(path), [])) or None
+        detected = fmt.name
         if (
             records == 0
             and note is None
             and not any(r["source_path"] == redact_name(str(path)) for r in collector.reject_rows)
         ):
-            collector.reject(
-                str(path), None, "no recognizable records (unknown format)", "", fmt.name
-            )
-        reports.append(FileReport(redact_name(str(path)), fmt.name, why, records, note))
+            # The text scanner accepts any text; a file it found nothing in was never a log.
+            reason = "no recognizable records (unknown format)"
+            collector.reject(str(path), None, reason)
+            detected, why = None, reason
+        reports.append(FileReport(redact_name(str(path)), detected, why, records, note))
     turns, trajectories, rejects = collector.tables()
     trajectories = sidecars.apply(trajectories, collector.run_metadata)
     for report in reports:
