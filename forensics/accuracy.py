@@ -162,10 +162,6 @@ class Report:
     formats_checked: int = 0
     format_errors: list[str] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        return all(s.meets_floor for s in self.scores)
-
 
 def evaluate(corpus: Corpus, rules: list[engine.Rule] | None = None) -> Report:
     rules = rules if rules is not None else engine.load_rules()
