@@ -8,6 +8,7 @@ happens to hold today.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 from forensics import engine
@@ -40,3 +41,7 @@ def config_file(directory: Path) -> Path:
     path = directory / "pinned-rules.toml"
     path.write_text(disable_line())
     return path
+
+
+# The pinned config the gate and SQL tests scan with, written once per test session.
+PINNED = str(config_file(Path(tempfile.mkdtemp(prefix="forensics-pinned-"))))

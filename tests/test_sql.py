@@ -18,17 +18,7 @@ from forensics.cli import cli
 
 import pinned_rules
 from conftest import SAMPLES
-from pinned_rules import config_file
-
-PINNED = ""  # set by _pin_rules
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _pin_rules(tmp_path_factory):
-    """Scans here run the five sample rules only (see pinned_rules.py)."""
-    global PINNED
-    PINNED = str(config_file(tmp_path_factory.mktemp("pinned")))
-
+from pinned_rules import PINNED
 
 # The sample data files (sample_logs/ also holds its README and generator, read as text logs).
 SAMPLE_INPUTS = [str(SAMPLES / "output2.txt"), str(SAMPLES / "tau_bench_results_*.json")]

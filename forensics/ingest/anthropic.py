@@ -17,6 +17,7 @@ from forensics.ingest.apicommon import (
     as_str,
     error_text,
     json_text,
+    request_basics,
     text_of,
     thinking_switch,
     tool_choice_text,
@@ -105,12 +106,7 @@ def request_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     choice = tool_choice_text(body.get("tool_choice"))
     thinking = as_dict(body.get("thinking"))
     return {
-        "model": as_str(body.get("model")),
-        "max_output_tokens": as_int(body.get("max_tokens")),
-        "tool_count": tools,
-        "tools_attached": tools > 0 and choice != "none",
-        "tool_choice": choice,
-        "stream": body.get("stream") is True,
+        **request_basics(body, tools, choice, as_int(body.get("max_tokens"))),
         "enable_thinking": thinking_switch(body),
         "reasoning_budget": as_int(thinking.get("budget_tokens")),
     }

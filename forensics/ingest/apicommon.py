@@ -134,3 +134,21 @@ def thinking_switch(body: Mapping[str, Any]) -> bool | None:
         if kind == "disabled":
             return False
     return None
+
+
+def request_basics(
+    body: Mapping[str, Any], tool_count: int, choice: str | None, cap: int | None
+) -> dict[str, Any]:
+    """Turn columns every chat API's request decides the same way.
+
+    Tools count as attached when the request offers at least one and tool_choice is not
+    "none": only then could the model have called one.
+    """
+    return {
+        "model": as_str(body.get("model")),
+        "max_output_tokens": cap,
+        "tool_count": tool_count,
+        "tools_attached": tool_count > 0 and choice != "none",
+        "tool_choice": choice,
+        "stream": body.get("stream") is True,
+    }

@@ -17,6 +17,7 @@ from forensics.ingest.apicommon import (
     as_str,
     error_text,
     json_text,
+    request_basics,
     text_of,
     thinking_switch,
     tool_choice_text,
@@ -101,15 +102,7 @@ def request_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     if cap is None:
         cap = as_int(body.get("max_tokens"))
     tools = tools_offered(body)
-    return {
-        "model": as_str(body.get("model")),
-        "max_output_tokens": cap,
-        "tool_count": tools,
-        "tools_attached": tools > 0 and choice != "none",
-        "tool_choice": choice,
-        "stream": body.get("stream") is True,
-        "enable_thinking": thinking_switch(body),
-    }
+    return {**request_basics(body, tools, choice, cap), "enable_thinking": thinking_switch(body)}
 
 
 def _usage(usage: Any) -> dict[str, Any]:

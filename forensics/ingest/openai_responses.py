@@ -17,6 +17,7 @@ from forensics.ingest.apicommon import (
     as_str,
     error_text,
     json_text,
+    request_basics,
     text_of,
     tool_choice_text,
 )
@@ -131,12 +132,7 @@ def request_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     choice = tool_choice_text(body.get("tool_choice"))
     effort = as_dict(body.get("reasoning")).get("effort")
     return {
-        "model": as_str(body.get("model")),
-        "max_output_tokens": as_int(body.get("max_output_tokens")),
-        "tool_count": tools,
-        "tools_attached": tools > 0 and choice != "none",
-        "tool_choice": choice,
-        "stream": body.get("stream") is True,
+        **request_basics(body, tools, choice, as_int(body.get("max_output_tokens"))),
         "reasoning_effort": as_str(effort),
     }
 
