@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -14,17 +17,29 @@ from forensics.ingest.files import InputError
 FAIL_ON = engine.SEVERITIES
 
 
-def _fail(message: str) -> None:
-    click.echo(f"forensics: error: {message}", err=True)
+def _fail(message: str) -> NoReturn:
+    from forensics.redact import redact_text  # a path in the message may hold a secret
+
+    click.echo(f"forensics: error: {redact_text(message)}", err=True)
     sys.exit(2)
 
 
 def _write(path: Path, text: str) -> None:
+    """Written under a temporary name and renamed into place: an interrupted or concurrent
+    scan never leaves a torn file that looks complete."""
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
         _fail(f"{path}: cannot write: {exc.strerror or exc}")
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -150,6 +165,17 @@ def _rules_option(f: Callable) -> Callable:
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when the gate fails (2 still 2).")
 @_config_options
+@click.option(
+    "--max-decompressed-mb",
+    type=click.IntRange(min=1),
+    help="A .gz inflating past this many MiB is rejected (a bomb) [default: config, else 4096].",
+)
+@click.option(
+    "--max-document-mb",
+    type=click.IntRange(min=1),
+    help="A JSON document larger than this many MiB is rejected, not read whole "
+    "[default: config, else 1024].",
+)
 @click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
 def scan(
     paths: tuple[str, ...],
@@ -170,6 +196,8 @@ def scan(
     exit_zero: bool,
     config_path: Path | None,
     no_config: bool,
+    max_decompressed_mb: int | None,
+    max_document_mb: int | None,
     explain_formats: bool,
 ) -> None:
     """Scan logs and result files; print the diagnosis, write the report and outputs.
@@ -183,9 +211,18 @@ def scan(
     from forensics.render import html, jsonout, junit, markdown, model, sarif, text
 
     try:
-        settings = _settings(config_path, no_config)
+        settings = _settings(config_path, no_config).with_limits(
+            max_decompressed_mb, max_document_mb
+        )
         baseline = gate.load_baseline(baseline_path) if baseline_path else None
-        result = run_scan(list(paths), list(rules_dirs), settings)
+        outputs = [output, json_path, sarif_path, junit_path, md_path, db_path, parquet_dir]
+        outputs.append(write_baseline)
+        result = run_scan(
+            list(paths),
+            list(rules_dirs),
+            settings,
+            exclude=[p for p in outputs if p is not None],
+        )
         policy = gate.Policy(
             fail_on=fail_on or settings.fail_on or "info",
             max_rate={**settings.max_rate, **max_rate},
@@ -206,6 +243,8 @@ def scan(
             click.echo(f"{f['path']}: {f['format'] or 'rejected'} — {f['detected_because']}")
             if f.get("note"):
                 click.echo(f"  note: {f['note']}")
+        for s in report["skipped"]:
+            click.echo(f"{s['path']}: skipped — {s['reason']}")
     base = Path.cwd()
     new = set(verdict.new) if baseline else None
     report_file = None
@@ -236,7 +275,10 @@ def scan(
         click.echo(line)
     # A file read without rows but with a note (an empty checkpoint) is input, not an error.
     if result.trajectories.is_empty() and not any(f.note for f in result.files):
-        _fail("no readable input: every file was rejected (see the rejects above)")
+        # Input that holds nothing readable is not a usage error but nothing was checked
+        # either: the gate fails (exit 1), and says why.
+        click.echo("forensics: no readable input: every file was rejected (see the rejects)")
+        sys.exit(0 if exit_zero else 1)
     sys.exit(verdict.exit_code)
 
 
@@ -357,14 +399,32 @@ def rules_explain(rule_id: str) -> None:
 
 
 def main() -> None:
-    """Entry point: no traceback ever reaches the user."""
+    """Entry point: no traceback ever reaches the user.
+
+    click's standalone mode would turn Ctrl-C (and an EOFError from anywhere, such as a
+    damaged gzip) into "Aborted!" with exit 1, which reads like a finding; the exit codes are
+    ours instead: 2 for usage, 130 for an interrupt.
+    """
     try:
-        cli.main(standalone_mode=True)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
+        # click's own main would print a blank line of its own on Ctrl-C: the context is
+        # made and invoked here instead.
+        with cli.make_context("forensics", sys.argv[1:]) as ctx:
+            code = cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help, --version
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("forensics: interrupted", err=True)
         sys.exit(130)
     except Exception as exc:
-        click.echo(f"forensics: internal error: {type(exc).__name__}: {exc}", err=True)
+        from forensics.redact import redact_text
+
+        click.echo(
+            f"forensics: internal error (a bug in forensics, please report it): "
+            f"{type(exc).__name__}: {redact_text(str(exc))}",
+            err=True,
+        )
         sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)

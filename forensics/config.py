@@ -10,6 +10,8 @@ pyproject.toml without `[tool.forensics]` is skipped. Command-line flags win ove
     disable = ["think-loop"]
     severity = { reasoning-leak = "low" }
     ignore-paths = ["results/smoke", "*.partial.json"]
+    max-decompressed-mb = 4096   # a .gz inflating past this is rejected (a zip bomb)
+    max-document-mb = 1024       # a JSON document read whole past this is rejected
 """
 
 from __future__ import annotations
@@ -22,9 +24,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from forensics.engine import SEVERITIES, Rule
+from forensics.ingest.files import MIB, Limits
 
 CONFIG_FILES = ("forensics.toml", "pyproject.toml")
-KEYS = ("fail-on", "max-rate", "disable", "severity", "ignore-paths")
+KEYS = (
+    "fail-on",
+    "max-rate",
+    "disable",
+    "severity",
+    "ignore-paths",
+    "max-decompressed-mb",
+    "max-document-mb",
+)
 
 
 class ConfigError(Exception):
@@ -39,8 +50,18 @@ class Settings:
     disable: tuple[str, ...] = ()
     severity: dict[str, str] = field(default_factory=dict)
     ignore_paths: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
     # ignore-paths are relative to the directory of the file that names them.
     base: Path = field(default_factory=Path.cwd)
+
+    def with_limits(self, decompressed_mb: int | None, document_mb: int | None) -> Settings:
+        """These settings with the size caps the command line gives (None: keep)."""
+        limits = self.limits
+        if decompressed_mb is not None:
+            limits = replace(limits, max_decompressed_bytes=decompressed_mb * MIB)
+        if document_mb is not None:
+            limits = replace(limits, max_document_bytes=document_mb * MIB)
+        return replace(self, limits=limits)
 
     def where(self) -> str:
         return str(self.source) if self.source else "settings"
@@ -153,8 +174,22 @@ def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
         disable=tuple(_strings(table, "disable", where)),
         severity=dict(severity),
         ignore_paths=tuple(_strings(table, "ignore-paths", where)),
+        limits=Limits(
+            max_decompressed_bytes=_mib(table, "max-decompressed-mb", where)
+            or Limits.max_decompressed_bytes,
+            max_document_bytes=_mib(table, "max-document-mb", where) or Limits.max_document_bytes,
+        ),
         base=source.resolve().parent if source else Path.cwd(),
     )
+
+
+def _mib(table: dict[str, Any], key: str, where: str) -> int | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or value < 1:
+        raise ConfigError(f"{where}: {key} must be a whole number of MiB, at least 1")
+    return value * MIB
 
 
 def _table(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:

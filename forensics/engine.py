@@ -16,7 +16,6 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import schema
-from forensics.redact import redact_expr
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 CONFIDENCES = ["hard", "heuristic"]
@@ -183,16 +182,12 @@ def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) ->
     # A finding about a whole episode (turn_index NULL, e.g. an episode whose exception left no
     # turns) is located where the episode starts.
     episode = ["run_id", "task_id", "trial", "source_path", "source_line"]
-    located = (
-        located.join(
-            trajectories.select("trajectory_id", *episode),
-            on="trajectory_id",
-            how="left",
-            suffix="_episode",
-        )
-        .with_columns(pl.coalesce(c, f"{c}_episode").alias(c) for c in episode)
-        .with_columns(redact_expr(pl.col("evidence")))
-    )
+    located = located.join(
+        trajectories.select("trajectory_id", *episode),
+        on="trajectory_id",
+        how="left",
+        suffix="_episode",
+    ).with_columns(pl.coalesce(c, f"{c}_episode").alias(c) for c in episode)
     located = located.with_columns(
         pl.struct("rule", "trajectory_id", "turn_index", "message")
         .map_elements(

@@ -12,7 +12,6 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import markers, schema
-from forensics.redact import redact_expr
 
 # Repetition measures need enough text to be reliable (failure-catalogue §4.2): compression
 # headers dominate short strings, and a few words say nothing about similarity.
@@ -186,21 +185,9 @@ def _request_keys(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _redacted(df: pl.DataFrame) -> pl.DataFrame:
-    args = pl.element().struct.field("arguments")
-    return df.with_columns(
-        redact_expr(pl.col("content")),
-        redact_expr(pl.col("reasoning")),
-        redact_expr(pl.col("error")),
-        pl.col("tool_calls").list.eval(
-            pl.element().struct.with_fields(redact_expr(args).alias("arguments"))
-        ),
-    )
-
-
 def enrich(turns: pa.Table) -> pl.DataFrame:
     """The turn table with secrets redacted and the derived columns of schema.DERIVED_COLUMNS."""
-    df = _redacted(pl.from_arrow(turns))  # type: ignore[arg-type]
+    df = pl.from_arrow(turns)  # type: ignore[arg-type]
     content = pl.col("content").fill_null("")
     visible = (
         content.str.replace_all(markers.CLOSED_BLOCK_RE, "")

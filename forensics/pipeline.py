@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import glob
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from forensics import diagnose as diagnose_mod
-from forensics import engine, enrich, ingest
+from forensics import engine, enrich, ingest, schema
 from forensics.config import Settings
 from forensics.ingest.files import InputError
-from forensics.redact import redact_expr, redact_text
+from forensics.redact import redact_name, redact_table, redact_text
 
 
 @dataclass
@@ -23,6 +23,7 @@ class ScanResult:
     findings: pl.DataFrame
     rejects: pl.DataFrame
     files: list[ingest.FileReport]
+    skipped: list[tuple[str, str]]
     rules: list[engine.Rule]
     not_checked: dict[str, dict[str, list[str]]]
     diagnosis: diagnose_mod.Diagnosis
@@ -49,26 +50,27 @@ def scan(
     paths: list[str],
     rules_dirs: list[Path] | None = None,
     settings: Settings | None = None,
+    *,
+    exclude: list[Path] | None = None,
 ) -> ScanResult:
     """Scan files, directories or globs; raises files.InputError / engine.RuleError /
-    config.ConfigError on misuse. settings: disabled rules, severity overrides, ignore-paths."""
+    config.ConfigError on misuse. settings: disabled rules, severity overrides, ignore-paths,
+    size limits; exclude: the scan's own outputs, skipped when a directory walk meets them."""
     settings = settings or Settings()
     rules = settings.apply(engine.load_rules(rules_dirs))
-    if settings.ignore_paths:
-        kept = [p for p in ingest.files.expand(paths) if not settings.ignores(p)]
-        if not kept:
-            raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
-        # escaped so a file name with [ or * is read as itself, not re-globbed
-        paths = [glob.escape(str(p)) for p in kept]
-    data = ingest.ingest(paths)
-    turns = enrich.enrich(data.turns)
-    trajectories = pl.from_arrow(data.trajectories).with_columns(
-        pl.col("labels").list.eval(
-            pl.element().struct.with_fields(redact_expr(pl.element().struct.field("value")))
-        ),
-        redact_expr(pl.col("error")),
+    data = redacted(
+        ingest.ingest(
+            paths,
+            exclude=exclude,
+            limits=settings.limits,
+            ignore=settings.ignores if settings.ignore_paths else None,
+        )
     )
-    rejects = pl.from_arrow(data.rejects).with_columns(redact_expr(pl.col("excerpt")))
+    if settings.ignore_paths and not data.files and data.skipped:
+        raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
+    turns = enrich.enrich(data.turns)
+    trajectories = pl.from_arrow(data.trajectories)
+    rejects = pl.from_arrow(data.rejects)
     checked = engine.check(turns, trajectories, rules)  # type: ignore[arg-type]
     diagnosis = diagnose_mod.diagnose(
         checked.findings,
@@ -77,17 +79,38 @@ def scan(
         rules,
         engine.default_rules_dir(),
     )
-    for report in data.files:
-        report.reason = redact_text(report.reason) or report.reason
     return ScanResult(
         turns=turns,
         trajectories=trajectories,  # type: ignore[arg-type]
         findings=checked.findings,
         rejects=rejects,  # type: ignore[arg-type]
         files=data.files,
+        skipped=data.skipped,
         rules=rules,
         not_checked=checked.not_checked,
         diagnosis=diagnosis,
+    )
+
+
+def redacted(data: ingest.Ingested) -> ingest.Ingested:
+    """The one redaction pass, between ingest and enrichment: every column the schema marks
+    (Column.redact) of every table, and the file list. Nothing downstream sees a secret."""
+
+    def table(t: pa.Table) -> pa.Table:
+        return redact_table(t, schema.redacted_columns(t.schema))
+
+    files = [
+        replace(
+            f,
+            path=redact_name(f.path),
+            reason=redact_text(f.reason) or f.reason,
+            note=redact_text(f.note),
+        )
+        for f in data.files
+    ]
+    skipped = [(redact_name(p), redact_text(r) or r) for p, r in data.skipped]
+    return ingest.Ingested(
+        table(data.turns), table(data.trajectories), table(data.rejects), files, skipped
     )
 
 

@@ -1,55 +1,194 @@
-"""Secrets never leave forensics: API keys and bearer tokens are masked in every table.
+"""Secrets never leave forensics: keys, tokens and passwords are masked before anything is written.
 
-The same patterns run vectorised over table columns (polars, Rust regex) and in Python over the
-few loose strings (labels, reject excerpts). Both regex dialects accept these patterns.
+Logs of agent runs carry whatever the agent saw: API keys in headers, URLs and env dumps. Every
+output derives from the tables and names redacted here, so a pattern missed here is a leak.
+
+Each pattern is valid in Python `re` and in RE2 (pyarrow.compute): one combined RE2 scan finds
+the few values of a column that hold a candidate, and only those pay for Python. So there is no
+lookaround and no backreference; a pattern's capturing group is the secret, and the rest of its
+match (a separator, `?key=`, a vendor prefix) is kept. Character classes are spelled out, since
+`\\s` and `\\b` differ between the dialects. Python compiles with re.ASCII, so its case folding is
+a subset of RE2's: whatever Python would redact, the RE2 scan flags.
+
+The mask carries 4 hex digits of the secret's sha256: outputs stay byte-identical across runs,
+two keys in one report stay apart, and 4 digits are too few to confirm a guessed password.
+No pattern matches a mask (masks hold `*`, and values must not start with `***`), so redacting
+twice changes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
-import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
-MASK = "***REDACTED***"
+MASK_PREFIX = "***REDACTED"
 
-# (pattern, number of leading groups to keep)
-_PATTERNS: list[tuple[str, int]] = [
-    (r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}", 1),
-    (
-        r"(?i)((?:authorization|x-api-key|x-goog-api-key|api[_-]?key|access[_-]?token|"
-        r"secret[_-]?key|password)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}",
-        1,
+# A vendor prefix counts only at the start of a token: `task-…` and `risk-…` are words, but
+# `OPENAI_sk-…` and `key:sk-…` are keys (`_` separates here).
+_B = r"(?:^|[^A-Za-z0-9])"
+_WS = r" \t\r\n\f\v"
+# Values may start with at most two `*`: a value that is already a mask is left alone.
+_LEAD = r"\*{0,2}"
+
+
+def _value(stop: str) -> str:
+    """A quoted value (runs to its quote) or an unquoted one (runs to a `stop` char), 6+ chars:
+    `null`, `None` and `true` are no secrets."""
+    return (
+        rf"""(?:\\?"({_LEAD}[^*"\\\r\n][^"\\\r\n]{{5,}})"""
+        rf"""|\\?'({_LEAD}[^*'\\\r\n][^'\\\r\n]{{5,}})"""
+        rf"""|({_LEAD}[^*"'\\ \t{stop}][^"'\\{stop}]{{5,}}))"""
+    )
+
+
+def _keyed(names: str, stop: str) -> str:
+    """`name: value`, `name=value`, JSON, Python repr and JSON-in-a-string (`\\"name\\": …`)."""
+    return rf"""{_B}(?i:{names})(?:\\?["'])?[ \t]*[:=][ \t]*{_value(stop)}"""
+
+
+# A bearer token (RFC 6750 characters, 8+) needs an uppercase letter, a digit or one of `~+/=`,
+# so "Bearer authentication." and "Bearer token-based" in prose stay readable.
+_T, _X = r"[A-Za-z0-9._~+/=-]", r"[A-Z0-9~+/=]"
+_TOKEN = "|".join(
+    [f"[a-z]{{7,}}{_X}{_T}*"] + [f"[a-z]{{{p}}}{_X}{_T}{{{7 - p},}}" for p in range(7)]
+)
+
+# Order matters: a value in context (a header, a key) is masked whole before the vendor
+# shapes inside it would be, so its hash is that of the real secret.
+PATTERNS: tuple[str, ...] = (
+    # HAR and proxy dumps: {"name": "Authorization", "value": "<secret>"}.
+    r'"name"[ \t]*:[ \t]*"(?i:authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key'
+    r'|cookie|set-cookie)"[ \t\r\n]*,[ \t\r\n]*"value"[ \t]*:[ \t]*"'
+    rf'({_LEAD}[^*"\\\r\n][^"\\\r\n]*)',
+    # Any scheme (Bearer, Basic, Token, bare): the whole value goes; unquoted, to the line end.
+    _keyed(r"authorization", r"\r\n,;"),
+    _keyed(
+        r"x-goog-api-key|x-api-key|api[-_]?key|access_token|auth_token|refresh_token|secret_key"
+        r"|client_secret|password|aws_secret_access_key|aws_session_token",
+        _WS + r",;&<>(){}\[\]",
     ),
-    # Header lists of HAR files and proxy dumps: {"name": "x-api-key", "value": "<secret>"}.
-    (
-        r"(?i)(\"name\"\s*:\s*\"(?:authorization|proxy-authorization|x-api-key|api-key|"
-        r"x-goog-api-key|cookie|set-cookie)\"\s*,\s*\"value\"\s*:\s*\")[^\"]{4,}",
-        1,
-    ),
-    (r"\b(sk-)[A-Za-z0-9_-]{16,}", 1),
-    (r"\b(AIza)[0-9A-Za-z_-]{30,}", 1),
-    (r"\b(hf_)[A-Za-z0-9]{30,}", 1),
-]
-_PY = [(re.compile(p), "".join(f"\\{i + 1}" for i in range(k)) + MASK) for p, k in _PATTERNS]
+    r"[?&#;](?i:key|api_key|apikey|api-key|token|access_token|auth|password|sig|signature"
+    rf"|x-amz-signature|x-amz-security-token)=({_LEAD}[^*&#{_WS}\"'<>\\][^&#{_WS}\"'<>\\]*)",
+    # scheme://user:pass@host; a user alone (ssh://git@host) is no secret. The scheme is
+    # bounded and starts a token: unbounded, every letter of a long word would start a retry.
+    rf"(?:^|[^A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,31}}://([^/?#@:{_WS}\"'<>]*:[^/?#@{_WS}\"'<>]+)@",
+    rf"{_B}(?i:bearer)[ \t]+({_TOKEN})",
+    rf"{_B}sk-([A-Za-z0-9_-]{{16,}})",
+    rf"{_B}AIza([0-9A-Za-z_-]{{30,}})",
+    rf"{_B}hf_([A-Za-z0-9]{{30,}})",
+    rf"{_B}A[KS]IA([0-9A-Z]{{16}})",
+    rf"{_B}gh[oprsu]_([A-Za-z0-9]{{36,}})",
+    rf"{_B}github_pat_([A-Za-z0-9_]{{22,}})",
+    rf"{_B}xox[abeprs]-([A-Za-z0-9-]{{10,}})",
+    rf"{_B}(eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)",
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----([A-Za-z0-9+/=\\ \t\r\n]+)",
+)
+ANY_PATTERN = "|".join(f"(?:{p})" for p in PATTERNS)  # for RE2 scans over whole columns
+_COMPILED = [re.compile(p, re.ASCII) for p in PATTERNS]
+# Secrets glued into one run (`AKIA…AKIA…`) surface one per round, as each mask becomes the
+# next one's boundary; past a few rounds the token boundary is dropped, so hostile text costs
+# linear time, not a round per key.
+_ROUNDS = 3
+_GLUED = [re.compile(p.replace(_B, ""), re.ASCII) for p in PATTERNS]
+_ANY = re.compile(ANY_PATTERN, re.ASCII)
+
+
+def _mask(secret: str) -> str:
+    digest = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{MASK_PREFIX}-{digest[:4]}***"
+
+
+def _replace(m: re.Match[str]) -> str:
+    i, start = m.lastindex or 0, m.start()
+    whole = m.group()
+    return whole[: m.start(i) - start] + _mask(m.group(i)) + whole[m.end(i) - start :]
+
+
+def contains_secret(text: str) -> bool:
+    if not text:
+        return False
+    # Python scans at a few MB/s, RE2 at hundreds but with ~1 ms to set up: long texts ask RE2
+    # first, which flags a superset of what Python matches.
+    if len(text) >= 1 << 16 and not pc.match_substring_regex([text], ANY_PATTERN)[0].as_py():
+        return False
+    return _ANY.search(text) is not None
 
 
 def redact_text(text: str | None) -> str | None:
-    if not text:
-        return text
-    for pattern, repl in _PY:
-        text = pattern.sub(repl, text)
+    # A mask can become the separator a later match needs (`AKIA…sk-…` glued together), so
+    # repeat; one round is usual.
+    for patterns in [_COMPILED] * _ROUNDS + [_GLUED]:
+        if not (text and contains_secret(text)):
+            return text
+        for pattern in patterns:
+            text = pattern.sub(_replace, text)
     return text
-
-
-def redact_expr(expr: pl.Expr) -> pl.Expr:
-    for pattern, keep in _PATTERNS:
-        repl = "".join(f"${{{i + 1}}}" for i in range(keep)) + MASK
-        expr = expr.str.replace_all(pattern, repl)
-    return expr
 
 
 @lru_cache(maxsize=4096)
 def redact_name(name: str) -> str:
     """A file path or run id, redacted; cached, since every row of a file repeats it."""
     return redact_text(name) or name
+
+
+def redact_array(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Every string leaf masked; type, nulls and list offsets as they were. Unchanged input
+    (the usual case) comes back as the same object, after one RE2 pass per string leaf."""
+    if isinstance(array, pa.ChunkedArray):
+        old = array.chunks  # pyarrow hands out a new wrapper per access: compare these
+        chunks = [redact_array(c) for c in old]
+        if all(n is o for n, o in zip(chunks, old, strict=True)):
+            return array
+        return pa.chunked_array(chunks, type=array.type)
+    t = array.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        hits = pc.fill_null(pc.match_substring_regex(array, ANY_PATTERN), False)
+        if not pc.any(hits).as_py():
+            return array
+        fixed = [redact_text(v) for v in pc.filter(array, hits).to_pylist()]
+        return pc.replace_with_mask(array, hits, pa.array(fixed, t))
+    if pa.types.is_string_view(t):  # no RE2 kernel for views yet
+        plain = array.cast(pa.large_string())
+        new = redact_array(plain)
+        return array if new is plain else new.cast(t)
+    if pa.types.is_dictionary(t):
+        old = array.dictionary
+        words = redact_array(old)
+        if words is old:
+            return array
+        return pa.DictionaryArray.from_arrays(array.indices, words, ordered=t.ordered)
+    fixed_size = pa.types.is_fixed_size_list(t)
+    if fixed_size or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        # .values ignores the slice, and so do the reused validity and offset buffers.
+        old = array.values
+        values = redact_array(old)
+        if values is old:
+            return array
+        own = array.buffers()[: 1 if fixed_size else 2]
+        return pa.Array.from_buffers(t, len(array), own, offset=array.offset, children=[values])
+    if pa.types.is_struct(t):
+        fields = [array.field(i) for i in range(t.num_fields)]  # sliced like the parent
+        new = [redact_array(f) for f in fields]
+        if all(n is f for n, f in zip(new, fields, strict=True)):
+            return array
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(new, fields=list(t), mask=mask)
+    if pa.types.is_nested(t):  # list views, unions, run-end encoding: better loud than leaking
+        raise TypeError(f"redact_array: {t} is not supported")
+    return array
+
+
+def redact_table(table: pa.Table, columns: Iterable[str]) -> pa.Table:
+    """The named columns redacted; the schema, metadata included, unchanged. A name that is not
+    a column raises KeyError: a misspelt column would otherwise go out unredacted."""
+    for name in columns:
+        i = table.schema.get_field_index(name)
+        if i < 0:
+            raise KeyError(name)
+        table = table.set_column(i, table.schema.field(i), redact_array(table.column(i)))
+    return table

@@ -25,46 +25,76 @@ class Column:
     name: str
     type: pa.DataType
     doc: str
+    # Text in it can come from the inputs (log text, file names, metadata): secrets are masked
+    # in it once, between ingest and enrichment (redact.redact_table). A new column that
+    # carries input text says so here and cannot be forgotten by the redaction pass.
+    redact: bool = False
 
 
 def _schema(columns: list[Column]) -> pa.Schema:
     return pa.schema(
-        [pa.field(c.name, c.type, metadata={"doc": c.doc}) for c in columns],
+        [
+            pa.field(
+                c.name, c.type, metadata={"doc": c.doc} | ({"redact": "1"} if c.redact else {})
+            )
+            for c in columns
+        ],
     )
+
+
+def redacted_columns(table_schema: pa.Schema) -> list[str]:
+    """Columns of a table whose text is redacted (Column.redact)."""
+    return [f.name for f in table_schema if f.metadata and f.metadata.get(b"redact") == b"1"]
 
 
 # Columns a source fills (or leaves NULL when it does not know). Ingest modules build rows with
 # exactly these keys.
 TURN_COLUMNS: list[Column] = [
-    Column("source_path", pa.string(), "File the record was read from."),
+    Column("source_path", pa.string(), "File the record was read from.", redact=True),
     Column("source_line", pa.int64(), "1-based line where the record starts in source_path."),
     Column(
         "source_format",
         pa.string(),
         "Detected input format, e.g. tau_bench_log, tau_bench_results.",
     ),
-    Column("run_id", pa.string(), "Run the trajectory belongs to (one benchmark invocation)."),
-    Column("trajectory_id", pa.string(), "Stable id of the episode: run, task, trial."),
-    Column("task_id", pa.string(), "Benchmark task id as text (tau-bench ints become '12')."),
+    Column(
+        "run_id",
+        pa.string(),
+        "Run the trajectory belongs to (one benchmark invocation).",
+        redact=True,
+    ),
+    Column(
+        "trajectory_id", pa.string(), "Stable id of the episode: run, task, trial.", redact=True
+    ),
+    Column(
+        "task_id",
+        pa.string(),
+        "Benchmark task id as text (tau-bench ints become '12').",
+        redact=True,
+    ),
     Column("trial", pa.int64(), "Trial number of the task within the run, when known."),
     Column("turn_index", pa.int64(), "0-based position of the message in its trajectory."),
-    Column("role", pa.string(), "Message role: system, user, assistant or tool."),
+    Column("role", pa.string(), "Message role: system, user, assistant or tool.", redact=True),
     Column(
         "actor",
         pa.string(),
         "Who produced it: agent, user_sim, env (tool results) or system. "
         "The tau user simulator has role user and actor user_sim.",
     ),
-    Column("content", pa.string(), "Message text exactly as logged (secrets redacted)."),
+    Column(
+        "content", pa.string(), "Message text exactly as logged (secrets redacted).", redact=True
+    ),
     Column(
         "reasoning",
         pa.string(),
         "Reasoning the source kept apart from content (reasoning_content, thought parts).",
+        redact=True,
     ),
     Column(
         "tool_calls",
         pa.list_(TOOL_CALL),
         "Structured tool calls returned with the message; arguments as JSON text.",
+        redact=True,
     ),
     Column(
         "finish_reason",
@@ -72,7 +102,9 @@ TURN_COLUMNS: list[Column] = [
         "Normalised: stop, max_tokens, tool_calls, content_filter, model_length, error, unknown. "
         "NULL when the source records none (never guessed as stop).",
     ),
-    Column("finish_reason_raw", pa.string(), "Finish reason exactly as the source had it."),
+    Column(
+        "finish_reason_raw", pa.string(), "Finish reason exactly as the source had it.", redact=True
+    ),
     Column("input_tokens", pa.int64(), "Prompt tokens of the call that produced the turn."),
     Column("output_tokens", pa.int64(), "Completion tokens, reasoning included."),
     Column("reasoning_tokens", pa.int64(), "Reasoning tokens, when reported separately."),
@@ -82,11 +114,13 @@ TURN_COLUMNS: list[Column] = [
         pa.bool_(),
         "Whether the request offered tools the model could call (NULL when unknown).",
     ),
-    Column("tool_choice", pa.string(), "tool_choice of the request, when known."),
-    Column("model", pa.string(), "Model that produced the turn, when known."),
-    Column("endpoint", pa.string(), "Provider or base URL the call went to, when known."),
+    Column("tool_choice", pa.string(), "tool_choice of the request, when known.", redact=True),
+    Column("model", pa.string(), "Model that produced the turn, when known.", redact=True),
+    Column(
+        "endpoint", pa.string(), "Provider or base URL the call went to, when known.", redact=True
+    ),
     Column("http_status", pa.int64(), "HTTP status of the call, when captured."),
-    Column("error", pa.string(), "Error message attached to the call or the episode."),
+    Column("error", pa.string(), "Error message attached to the call or the episode.", redact=True),
     Column(
         "tool_count",
         pa.int64(),
@@ -116,6 +150,7 @@ TURN_COLUMNS: list[Column] = [
         pa.string(),
         "Reasoning level requested for the call, as the source spelled it (Gemini "
         "thinkingConfig.thinkingLevel). NULL when the request does not say.",
+        redact=True,
     ),
     Column(
         "cost_usd",
@@ -146,6 +181,7 @@ TURN_COLUMNS: list[Column] = [
         "messages, list items written [] (e.g. messages[].role, messages[].metadata._db_id, "
         "messages[].tool_calls[].function.name). Tool-call arguments and tool schemas are not "
         "walked. NULL without the request.",
+        redact=True,
     ),
 ]
 
@@ -235,27 +271,36 @@ TURNS = _schema(TURN_COLUMNS + DERIVED_COLUMNS)
 RAW_TURNS = _schema(TURN_COLUMNS)
 
 TRAJECTORY_COLUMNS: list[Column] = [
-    Column("trajectory_id", pa.string(), "Stable id of the episode."),
-    Column("run_id", pa.string(), "Run the episode belongs to."),
-    Column("source_path", pa.string(), "File the episode was read from."),
+    Column("trajectory_id", pa.string(), "Stable id of the episode.", redact=True),
+    Column("run_id", pa.string(), "Run the episode belongs to.", redact=True),
+    Column("source_path", pa.string(), "File the episode was read from.", redact=True),
     Column("source_line", pa.int64(), "Line where the episode starts."),
     Column("source_format", pa.string(), "Detected input format."),
-    Column("task_id", pa.string(), "Benchmark task id."),
+    Column("task_id", pa.string(), "Benchmark task id.", redact=True),
     Column("trial", pa.int64(), "Trial number, when known."),
     Column("reward", pa.float64(), "Reward of the episode (NULL when never scored)."),
     Column(
         "termination_reason",
         pa.string(),
         "How the episode ended: user_stop, transfer, max_steps, error, … when known.",
+        redact=True,
     ),
-    Column("error", pa.string(), "Error that ended the episode, when the source kept one."),
-    Column("agent_model", pa.string(), "Model of the agent."),
-    Column("user_model", pa.string(), "Model of the user simulator."),
-    Column("variant", pa.string(), "Experiment variant label (e.g. an emotional user variant)."),
+    Column(
+        "error", pa.string(), "Error that ended the episode, when the source kept one.", redact=True
+    ),
+    Column("agent_model", pa.string(), "Model of the agent.", redact=True),
+    Column("user_model", pa.string(), "Model of the user simulator.", redact=True),
+    Column(
+        "variant",
+        pa.string(),
+        "Experiment variant label (e.g. an emotional user variant).",
+        redact=True,
+    ),
     Column(
         "labels",
         pa.list_(LABEL),
         "Run metadata as key/value pairs (provider, strategy, server flags, …).",
+        redact=True,
     ),
     Column("turn_count", pa.int64(), "Number of turns."),
     Column("agent_turn_count", pa.int64(), "Number of agent turns."),
@@ -265,6 +310,7 @@ TRAJECTORY_COLUMNS: list[Column] = [
         pa.string(),
         "Why the episode has fewer turns than it happened to have, when ingest knows (e.g. a "
         "tau2 voice simulation logged as audio ticks without text messages).",
+        redact=True,
     ),
 ]
 TRAJECTORIES = _schema(TRAJECTORY_COLUMNS)
@@ -290,11 +336,17 @@ FINDING_COLUMNS: list[Column] = [
 FINDINGS = _schema(FINDING_COLUMNS)
 
 REJECT_COLUMNS: list[Column] = [
-    Column("source_path", pa.string(), "File the record came from."),
+    Column("source_path", pa.string(), "File the record came from.", redact=True),
     Column("source_line", pa.int64(), "Line where the unreadable record starts (NULL: file)."),
     Column("source_format", pa.string(), "Format the file was detected as, if any."),
-    Column("reason", pa.string(), "Why it could not be read, in one line."),
-    Column("excerpt", pa.string(), "First characters of the record (redacted)."),
+    Column(
+        "json_path",
+        pa.string(),
+        "Where the bad value sits inside the record (JSONPath, e.g. $[3].traj[2]), when known.",
+        redact=True,
+    ),
+    Column("reason", pa.string(), "Why it could not be read, in one line.", redact=True),
+    Column("excerpt", pa.string(), "First characters of the record (redacted).", redact=True),
 ]
 REJECTS = _schema(REJECT_COLUMNS)
 

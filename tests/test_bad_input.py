@@ -18,6 +18,7 @@ def messy(tmp_path):
     (tmp_path / "empty.log").write_text("")
     (tmp_path / "junk.bin").write_bytes(bytes(range(256)) * 40)
     (tmp_path / "notes.md").write_text("# nothing here\njust prose, no records\n")
+    (tmp_path / "notes.txt").write_text("nothing here\njust prose, no records\n")
     (tmp_path / "broken.log").write_text(
         "Running task 3\n"
         '{"role": "system", "content": "policy"}\n'
@@ -35,7 +36,12 @@ def test_messy_directory_reads_everything_readable(messy):
     by_file = {r["source_path"].split("/")[-1]: r for r in result.rejects.iter_rows(named=True)}
     assert by_file["empty.log"]["reason"] == "empty file"
     assert by_file["junk.bin"]["reason"].startswith("binary file")
-    assert by_file["notes.md"]["reason"] == "no recognizable records (unknown format)"
+    assert by_file["notes.txt"]["reason"] == "no recognizable records (unknown format)"
+    # Markdown in a directory walk is plainly no artifact: listed as skipped, never read.
+    assert "notes.md" not in by_file
+    assert [(p.split("/")[-1], r) for p, r in result.skipped] == [
+        ("notes.md", "not a run artifact (.md file)")
+    ]
     assert by_file["cut.json"]["reason"].startswith("truncated file")
     broken = result.rejects.filter(result.rejects["source_path"].str.ends_with("broken.log"))
     assert sorted(broken["source_line"].to_list()) == [3]

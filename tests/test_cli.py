@@ -73,14 +73,14 @@ def test_fail_on_threshold_and_exit_zero_when_clean(tmp_path):
     assert "No findings in 1 trajectory." in clean.output
 
 
-def test_missing_path_and_unreadable_input_exit_2(tmp_path):
+def test_missing_path_exits_2_and_unreadable_input_fails_the_gate(tmp_path):
     res = run("scan", str(tmp_path / "missing.txt"))
     assert res.exit_code == 2
     assert "no such file or directory" in res.output
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"\x00\x01\x02" * 100)
     res = run("scan", str(junk), "--no-report")
-    assert res.exit_code == 2
+    assert res.exit_code == 1
     assert f"rejected: {junk}: binary file" in res.output
     assert "no readable input" in res.output
     assert run("scan", OUTPUT2, "--fail-on", "bogus").exit_code == 2

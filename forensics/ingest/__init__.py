@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,14 +15,14 @@ from forensics.ingest import (
     files,
     gemini,
     har,
+    jsonwalk,
     sidecars,
     sse_capture,
     tau2,
     tau_log,
     tau_results,
 )
-from forensics.ingest.records import Collector
-from forensics.redact import redact_name
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,8 @@ class Ingested:
     trajectories: pa.Table
     rejects: pa.Table
     files: list[FileReport]
+    # (path, reason) of entries a directory walk passed over: hidden, not artifacts, outputs.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def detect(head: bytes) -> tuple[Format | None, str]:
@@ -119,8 +121,13 @@ def detect(head: bytes) -> tuple[Format | None, str]:
     text = head.decode("utf-8", errors="replace")
     if text.count("\ufffd") > max(8, len(text) // 100):
         return None, "binary file (mostly invalid UTF-8), not a log or JSON"
+    text = jsonwalk.skip_broken_lead(text)
     for fmt in FORMATS:
-        if (why := fmt.sniff(text)) is not None:
+        try:
+            why = fmt.sniff(text)
+        except Exception:
+            continue
+        if why is not None:
             return fmt, why
     return None, "unknown format"
 
@@ -141,47 +148,88 @@ def no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def ingest(paths: list[str]) -> Ingested:
-    """Read every file named by paths (files, directories, globs) into the tables."""
+def ingest(
+    paths: list[str],
+    *,
+    exclude: list[Path] | None = None,
+    limits: files.Limits | None = None,
+    ignore: Callable[[Path], bool] | None = None,
+) -> Ingested:
+    """Read every file named by paths (files, directories, globs) into the tables.
+
+    exclude: the tool's own outputs, skipped in directory walks; ignore: the user's
+    ignore-paths. Raises files.InputError only for a path that does not exist.
+    """
+    expansion = files.expand(paths, exclude)
+    if ignore is not None:
+        ignored = {p for p in expansion.files if ignore(p)}
+        expansion.skipped += [(str(p), "ignore-paths") for p in sorted(ignored)]
+        expansion.files = [p for p in expansion.files if p not in ignored]
     # The collector comes back on only once the rows are Arrow tables and the Python objects
     # they were built from are freed: it never walks them (otherwise its first passes after
     # the read walk every row and message once more, for nothing).
     with no_cyclic_gc():
-        return _read(paths)
+        return _read(expansion, limits or files.Limits())
 
 
-def _read(paths: list[str]) -> Ingested:
+def _read(expansion: files.Expansion, limits: files.Limits) -> Ingested:
     collector = Collector()
     reports: list[FileReport] = []
-    for path in files.expand(paths):
-        try:
-            fmt, why = detect(files.head(path))
-        except OSError as exc:
-            fmt, why = None, f"cannot read: {exc.strerror or exc}"
-        if fmt is None:
-            collector.reject(str(path), None, why)
-            reports.append(FileReport(redact_name(str(path)), None, why, 0))
-            continue
-        try:
-            records = fmt.ingest(path, collector)
-        except (OSError, EOFError) as exc:  # e.g. a truncated .gz
-            collector.reject(str(path), None, f"read error: {exc}", source_format=fmt.name)
-            records = 0
-        note = "; ".join(collector.notes.get(str(path), [])) or None
-        detected = fmt.name
-        if (
-            records == 0
-            and note is None
-            and not any(r["source_path"] == redact_name(str(path)) for r in collector.reject_rows)
-        ):
-            # The text scanner accepts any text; a file it found nothing in was never a log.
-            reason = "no recognizable records (unknown format)"
-            collector.reject(str(path), None, reason)
-            detected, why = None, reason
-        reports.append(FileReport(redact_name(str(path)), detected, why, records, note))
+    for path, reason in expansion.rejected:
+        collector.reject(path, None, reason)
+        reports.append(FileReport(path, None, reason, 0))
+    for path in expansion.files:
+        with files.reading(limits) as damage:
+            reports.append(_read_file(path, collector, damage))
     turns, trajectories, rejects = collector.tables()
     trajectories = sidecars.apply(trajectories, collector.run_metadata)
     for report in reports:
         if report.format == sidecars.FORMAT:
             report.note = sidecars.describe(Path(report.path), trajectories)
-    return Ingested(turns, trajectories, rejects, reports)
+    reports.sort(key=lambda r: r.path)
+    return Ingested(turns, trajectories, rejects, reports, list(expansion.skipped))
+
+
+def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileReport:
+    """One file into the collector. Whatever happens inside a reader stays with this file: it
+    becomes a reject naming the file; the rows it had already produced are kept."""
+    name = str(path)
+    try:
+        fmt, why = detect(files.head(path))
+    except OSError as exc:
+        fmt, why = None, f"cannot read: {exc.strerror or exc}"
+    if fmt is None:
+        if damage:  # nothing could be inflated: the damage is the reason, not "empty"
+            why = f"{damage[0]}; nothing before it could be read"
+        collector.reject(name, None, why)
+        return FileReport(name, None, why, 0)
+    rejects_before = collector.rejects_of(name)
+    episodes_before = len(collector.trajectory_rows)
+    failure: str | None = None
+    try:
+        records = fmt.ingest(path, collector)
+    except files.TooLarge as exc:
+        failure = str(exc)
+    except OSError as exc:
+        failure = f"read error: {exc.strerror or exc}"
+    except RecursionError:
+        failure = NESTED_TOO_DEEPLY
+    except MemoryError:
+        failure = "out of memory reading this file"
+    except Exception as exc:  # a bug in a reader: this file's reject, never the scan's end
+        failure = (
+            f"the {fmt.name} reader failed ({type(exc).__name__}: {exc}); this is a bug in "
+            "forensics, please report it"
+        )
+    if failure is not None:
+        collector.reject(name, None, f"{failure}; records read before it are kept", "", fmt.name)
+        records = len(collector.trajectory_rows) - episodes_before
+    for reason in damage:
+        collector.reject(name, None, reason, source_format=fmt.name)
+    note = "; ".join(collector.notes.get(name, [])) or None
+    if records == 0 and note is None and collector.rejects_of(name) == rejects_before:
+        # The text scanner accepts any text; a file it found nothing in was never a log.
+        reason = "no recognizable records (unknown format)"
+        collector.reject(name, None, reason)
+        return FileReport(name, None, reason, 0)
+    return FileReport(name, fmt.name, why, records, note)

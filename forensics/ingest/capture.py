@@ -18,7 +18,7 @@ from forensics.ingest import envelopes, exchange, files, jsonhead, jsonwalk, lit
 from forensics.ingest.apicommon import without_query
 from forensics.ingest.exchange import Call, NotACall
 from forensics.ingest.linking import Linker
-from forensics.ingest.records import Collector, Run
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Run, isolated
 
 FORMAT = "api_capture"
 LITELLM_FORMAT = "litellm_log"
@@ -71,31 +71,6 @@ def excerpt(record: Any) -> str:
 Record = tuple[int, Any, str | None, str]  # line, value, why it could not be read, raw excerpt
 
 
-def _is_jsonl(path: Path, probe: int = 5) -> bool:
-    """JSONL when one of the first lines is a whole object starting at column 0.
-
-    A pretty-printed document opens with a lone `{`; its complete inner objects are indented.
-    Probing several lines keeps a JSONL file whose first line is broken (cut by a crashed
-    writer) a JSONL file, so one bad line does not hide the rest.
-    """
-    seen = 0
-    for _number, text in files.iter_lines(path):
-        if text is None:
-            return True  # a line too long to read: JSONL, and that line is rejected
-        if not text.strip():
-            continue
-        seen += 1
-        if text.startswith("{"):
-            try:
-                if isinstance(json.loads(text), dict):
-                    return True
-            except (json.JSONDecodeError, RecursionError):
-                pass
-        if seen >= probe:
-            return False
-    return False
-
-
 def _jsonl(path: Path) -> Iterator[Record]:
     for number, text in files.iter_lines(path):
         if text is None:
@@ -108,7 +83,7 @@ def _jsonl(path: Path) -> Iterator[Record]:
         except json.JSONDecodeError as exc:
             yield number, None, f"invalid JSON ({exc.msg} at column {exc.colno})", text[:200]
         except RecursionError:
-            yield number, None, "JSON nested too deeply", text[:200]
+            yield number, None, NESTED_TOO_DEEPLY, text[:200]
 
 
 def _document(path: Path) -> Iterator[Record]:
@@ -119,7 +94,7 @@ def _document(path: Path) -> Iterator[Record]:
     read = 0
     try:
         if text.startswith("[", pos):
-            for start, value, end in jsonwalk.elements(text, pos):
+            for start, value, end in jsonwalk.arrays(text, pos):
                 read = end
                 yield line_of(start), value, None, ""
             return
@@ -144,7 +119,7 @@ def _document(path: Path) -> Iterator[Record]:
 def records(path: Path) -> Iterator[Record]:
     """The records of a capture file, JSONL or JSON document, decided by its content."""
     head = files.head(path).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if head.startswith("{") and _is_jsonl(path):
+    if not head.startswith("[") and jsonwalk.is_jsonl(files.iter_lines(path)):
         return _jsonl(path)
     return _document(path)
 
@@ -266,7 +241,8 @@ def read(path: Path, collector: Collector, fmt: str) -> int:
         if error is not None:
             reader.reject(line, error, raw)
         else:
-            reader.record(line, value)
+            with isolated(collector, str(path), line, fmt):
+                reader.record(line, value)
     return reader.finish()
 
 

@@ -1,77 +1,245 @@
-"""Finding input files and reading them safely: globs, directories, gzip, huge lines."""
+"""Finding input files and reading their bytes safely: walks, gzip, size caps, damage.
+
+Every reader reads through this module, so what it guarantees holds for every format: a UTF-8
+BOM is gone, gzip is inflated transparently up to a cap, a damaged compressed stream ends the
+read at the last byte that could be inflated (the damage is recorded for the file's reject, the
+bytes before it stay), and a document read whole is capped in size.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import glob
-import gzip
 import io
 import os
+import stat
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 64 * 1024
+MIB = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+# Inside a walk these are plainly not artifacts of a run: source, docs, pages, images,
+# databases and archives of packaging. Listed as skipped, never read as a log.
+# fmt: off
+NOT_ARTIFACTS = frozenset({
+    ".md", ".rst", ".py", ".pyc", ".pyi", ".ipynb", ".c", ".h", ".rs", ".go", ".java", ".js",
+    ".ts", ".css", ".scss", ".html", ".htm", ".svg", ".png", ".jpg", ".jpeg", ".gif", ".webp",
+    ".bmp", ".ico", ".pdf", ".mp3", ".mp4", ".wav", ".parquet", ".duckdb", ".db", ".sqlite",
+    ".sqlite3", ".whl", ".egg", ".so", ".dylib", ".dll", ".exe", ".toml", ".cfg", ".ini",
+    ".lock",
+})
+# fmt: on
 
 
 class InputError(Exception):
     """A path the user named does not exist or matches nothing (exit code 2)."""
 
 
-def expand(paths: list[str]) -> list[Path]:
-    """Files named by paths, directories (recursively) and globs; sorted, without duplicates."""
-    found: list[Path] = []
-    for raw in paths:
-        matches = [Path(m) for m in glob.glob(raw, recursive=True)] if glob.has_magic(raw) else []
-        if not matches:
-            p = Path(raw)
-            if not p.exists():
-                raise InputError(f"{raw}: no such file or directory")
-            matches = [p]
-        for p in matches:
-            if p.is_dir():
-                found.extend(
-                    f
-                    for f in p.rglob("*")
-                    if f.is_file() and not any(part.startswith(".") for part in f.parts)
+class TooLarge(Exception):
+    """A file over a size cap: the file is rejected, the scan goes on."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep one hostile file from taking the machine's memory or the scan's time."""
+
+    # Bytes a .gz may inflate to; past it the read stops and the file is rejected (a bomb).
+    max_decompressed_bytes: int = 4096 * MIB
+    # Bytes of a file a reader takes whole into memory (JSON documents).
+    max_document_bytes: int = 1024 * MIB
+
+
+@dataclass
+class _Scope:
+    limits: Limits
+    damage: list[str] = field(default_factory=list)
+
+
+_SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("scope", default=None)
+
+
+def _scope() -> _Scope:
+    return _SCOPE.get() or _Scope(Limits())
+
+
+@contextmanager
+def reading(limits: Limits) -> Iterator[list[str]]:
+    """Reads of one file under these limits; yields the damage found (a list of reasons)."""
+    scope = _Scope(limits)
+    token = _SCOPE.set(scope)
+    try:
+        yield scope.damage
+    finally:
+        _SCOPE.reset(token)
+
+
+class _Damaged(Exception):
+    pass
+
+
+class _Gunzip(io.RawIOBase):
+    """gzip inflated incrementally: every byte before damage is delivered, then end of file,
+    with the damage kept in `damage`.
+
+    gzip.GzipFile raises on a truncated stream without handing over what it had inflated in
+    that call, and a buffered reader drops what it had gathered when its raw stream raises;
+    zlib's decompressor fed in small pieces, and damage reported as end of file, lose at most
+    one piece.
+    """
+
+    _PIECE = 4 * 1024  # compressed bytes fed at a time: what damage can cost at most
+    _OUT = 1024 * 1024  # inflated bytes per step: a bomb never inflates all at once
+
+    def __init__(self, raw: BinaryIO, cap: int) -> None:
+        self._raw = raw
+        self._cap = cap
+        self._out = 0
+        self._inflater = zlib.decompressobj(wbits=31)
+        self._pending = b""
+        self._done = False
+        self._over = False
+        self.damage: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while not self._pending and not self._done:
+            if self._over:
+                self._done = True
+                raise TooLarge(
+                    f"inflates to more than {self._cap // MIB} MiB (the decompression cap, "
+                    "--max-decompressed-mb): not read further"
                 )
-            elif p.is_file():
-                found.append(p)
-    unique = {os.path.normpath(p): p for p in found}
-    return [unique[k] for k in sorted(unique)]
+            self._pending = self._inflate()
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _inflate(self) -> bytes:
+        try:
+            return self._inflate_piece()
+        except _Damaged as exc:
+            self._done = True
+            self.damage = str(exc)
+            return b""
+
+    def _inflate_piece(self) -> bytes:
+        inflater = self._inflater
+        if inflater.unconsumed_tail:
+            piece = inflater.unconsumed_tail
+        elif inflater.eof:  # a member ended: what follows is another member or the end
+            piece = inflater.unused_data or self._raw.read(self._PIECE)
+            if not piece:
+                self._done = True
+                return b""
+            if not piece.startswith(_GZIP_MAGIC[: len(piece)]):
+                raise _Damaged("data after the end of the gzip stream is not gzip")
+            self._inflater = inflater = zlib.decompressobj(wbits=31)
+        else:
+            piece = self._raw.read(self._PIECE)
+            if not piece:
+                raise _Damaged("truncated gzip stream (it ends before its end-of-stream marker)")
+        try:
+            # Bounded output per call: a bomb inflates a small piece to gigabytes.
+            out = inflater.decompress(piece, self._OUT)
+        except zlib.error as exc:
+            raise _Damaged(f"corrupt gzip stream ({exc})") from None
+        if self._out + len(out) > self._cap:
+            # Up to the cap is delivered (format detection reads the head); the next read
+            # raises, ending the file's read with its reject.
+            out = out[: self._cap - self._out]
+            self._over = True
+        self._out += len(out)
+        return out
 
 
 def open_binary(path: Path) -> BinaryIO:
-    """The file's bytes, transparently gunzipped when it starts with the gzip magic."""
+    """The file's bytes: gunzipped when it starts with the gzip magic, without a UTF-8 BOM."""
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-    if f.peek(2)[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
-    return f
+    stream: BinaryIO = f
+    if f.peek(2)[:2] == _GZIP_MAGIC:
+        cap = _scope().limits.max_decompressed_bytes
+        stream = io.BufferedReader(_Gunzip(f, cap), buffer_size=64 * 1024)  # type: ignore[assignment]
+    if _peek(stream, 3) == _BOM:
+        stream.read(3)
+    return stream
+
+
+def _peek(stream: BinaryIO, n: int) -> bytes:
+    return stream.peek(n)[:n]  # type: ignore[attr-defined]
+
+
+def _record_damage(stream: BinaryIO, where: str) -> None:
+    """After end of file: a damaged gzip stream says so, for the file's reject."""
+    damage = getattr(getattr(stream, "raw", None), "damage", None)
+    if damage:
+        _scope().damage.append(f"{damage} {where}")
 
 
 def head(path: Path, size: int = SNIFF_BYTES) -> bytes:
-    with open_binary(path) as f:
-        return f.read(size)
+    """The first bytes, for format detection (damage after them does not matter here; a cap
+    reached this early is the reader's to report)."""
+    out = b""
+    try:
+        with open_binary(path) as f:
+            while len(out) < size and (chunk := f.read(size - len(out))):
+                out += chunk
+            if not out:
+                _record_damage(f, "at its start")
+    except TooLarge:
+        pass
+    return out
 
 
 def read_text(path: Path) -> str:
+    """The whole file as text, for formats that are one document; capped in size."""
+    cap = _scope().limits.max_document_bytes
+    if os.stat(path).st_size > cap:
+        raise TooLarge(_too_large(cap))
     with open_binary(path) as f:
-        return f.read().decode("utf-8", errors="replace")
+        parts: list[bytes] = []
+        total = 0
+        while chunk := f.read(min(8 * MIB, cap + 1 - total)):
+            parts.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise TooLarge(_too_large(cap))
+        _record_damage(f, f"after {total:,} bytes; the document was read up to there")
+        return b"".join(parts).decode("utf-8", errors="replace")
+
+
+def _too_large(cap: int) -> str:
+    return (
+        f"a document larger than {cap // MIB} MiB (the document cap, --max-document-mb) "
+        "is not read whole"
+    )
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str | None]]:
     """(line number, text) for each line; text is None for a line over MAX_LINE_BYTES.
 
     A line that long is skipped without being held in memory, so a single runaway line can not
-    exhaust memory; the caller reports it.
+    exhaust memory; the caller reports it. A damaged compressed stream ends the lines at the
+    last complete one; the damage is recorded for the file's reject.
     """
     with open_binary(path) as raw:
-        stream = io.BufferedReader(raw) if not isinstance(raw, io.BufferedReader) else raw
+        stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
         lineno = 0
-        while True:
-            chunk = stream.readline(MAX_LINE_BYTES)
-            if not chunk:
-                return
+        while chunk := stream.readline(MAX_LINE_BYTES):
             lineno += 1
             if len(chunk) >= MAX_LINE_BYTES and not chunk.endswith(b"\n"):
                 while chunk and not chunk.endswith(b"\n"):
@@ -79,3 +247,120 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None]]:
                 yield lineno, None
                 continue
             yield lineno, chunk.decode("utf-8", errors="replace").rstrip("\r\n")
+        _record_damage(stream, f"after line {lineno}; the lines before it were read")
+
+
+# --- which files a scan reads -----------------------------------------------------------------
+
+
+@dataclass
+class Expansion:
+    """What the paths named: files to read, entries skipped in walks, entries that can't be."""
+
+    files: list[Path] = field(default_factory=list)
+    # (path, reason): not artifacts, hidden, the tool's own outputs. Listed, never read.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    # (path, reason): named or found but unreadable as a file (FIFO, device, dangling link).
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+
+def expand(paths: list[str], exclude: list[Path] | None = None) -> Expansion:
+    """Files named by paths, directories (walked) and globs; each file once, sorted.
+
+    exclude: the tool's own outputs (report directory, --json targets, …), skipped in walks.
+    """
+    out = Expansion()
+    excluded = {os.path.realpath(p) for p in exclude or []}
+    found: list[Path] = []
+    for raw in paths:
+        matches = [Path(m) for m in glob.glob(raw, recursive=True)] if glob.has_magic(raw) else []
+        if not matches:
+            p = Path(raw)
+            if not os.path.lexists(p):
+                raise InputError(f"{raw}: no such file or directory")
+            matches = [p]
+        for p in sorted(matches):
+            _named(p, found, out, excluded)
+    # The same file reached by two spellings (relative, absolute, a symlink) is read once.
+    unique: dict[str, Path] = {}
+    for p in sorted(found, key=os.path.normpath):
+        unique.setdefault(os.path.realpath(p), p)
+    out.files = sorted(unique.values(), key=os.path.normpath)
+    out.skipped.sort()
+    out.rejected.sort()
+    return out
+
+
+def _named(p: Path, found: list[Path], out: Expansion, excluded: set[str]) -> None:
+    kind = _kind(p)
+    if kind == "dir":
+        before = len(found) + len(out.rejected)
+        _walk(p, found, out, excluded)
+        if len(found) + len(out.rejected) == before:
+            out.rejected.append((str(p), "directory holds no file to read"))
+    elif kind == "file":
+        found.append(p)
+    else:
+        out.rejected.append((str(p), kind))
+
+
+def _kind(p: Path) -> str:
+    """'file', 'dir', or why the entry is neither."""
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        return "dangling symbolic link" if os.path.islink(p) else "no such file"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file" if os.access(p, os.R_OK) else "cannot read: permission denied"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO), not a file: not read (it could block the scan)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device, not a file: not read"
+    return "not a regular file: not read"
+
+
+def _walk(root: Path, found: list[Path], out: Expansion, excluded: set[str]) -> None:
+    def unreadable(exc: OSError) -> None:
+        out.rejected.append((str(exc.filename or root), f"cannot read: {exc.strerror or exc}"))
+
+    # Symlinked directories are not followed (a link back up would loop); files through links
+    # are read, once.
+    for top, dirs, names in os.walk(root, onerror=unreadable):
+        for d in sorted(dirs):
+            path = os.path.join(top, d)
+            reason = _skip_reason(path, d, excluded, is_dir=True)
+            if reason is None and os.path.islink(path):
+                reason = "a symbolic link to a directory (not followed)"
+            if reason is not None:
+                out.skipped.append((os.path.normpath(path), reason))
+                dirs.remove(d)
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(top, name)
+            reason = _skip_reason(path, name, excluded, is_dir=False)
+            kind = _kind(Path(path)) if reason is None else ""
+            if kind == "file":
+                found.append(Path(path))
+            elif kind.startswith("cannot read"):
+                out.rejected.append((os.path.normpath(path), kind))
+            else:
+                out.skipped.append((os.path.normpath(path), reason or kind))
+
+
+def _skip_reason(path: str, name: str, excluded: set[str], is_dir: bool) -> str | None:
+    if name.startswith("."):
+        return "hidden"
+    if os.path.realpath(path) in excluded:
+        return "an output of this scan"
+    if is_dir:
+        return None
+    ext = os.path.splitext(name)[1].lower()
+    if ext == ".gz":
+        ext = os.path.splitext(name[:-3])[1].lower()
+    if ext in NOT_ARTIFACTS:
+        return f"not a run artifact ({ext} file)"
+    return None

@@ -53,7 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forensics.ingest import files, jsonwalk
-from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, isolated
 
 FORMAT = "gemini"
 
@@ -387,13 +387,11 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
                 reason = f"SSE event is not JSON: {exc.msg}"
                 collector.reject(str(path), line, reason, payload, FORMAT)
         return
-    if first_text.startswith("["):
-        yield from _array_values(path, collector)
-        return
-    try:
-        json.loads(first_text)
-    except json.JSONDecodeError:  # a pretty-printed document: its first line is not a value
-        yield from _document_values(path, collector)
+    if not jsonwalk.is_jsonl(files.iter_lines(path), (dict, list)):
+        if first_text.startswith("["):
+            yield from _array_values(path, collector)
+        else:  # pretty-printed documents one after another
+            yield from _document_values(path, collector)
         return
     for line, text in files.iter_lines(path):
         if text is None:
@@ -405,6 +403,8 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
                 yield line, json.loads(text), False
             except json.JSONDecodeError as exc:
                 collector.reject(str(path), line, f"invalid JSON: {exc.msg}", text, FORMAT)
+            except RecursionError:
+                collector.reject(str(path), line, NESTED_TOO_DEEPLY, text, FORMAT)
 
 
 def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]:
@@ -413,7 +413,7 @@ def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, 
     start = jsonwalk.skip_ws(text.lstrip("\ufeff"), 0) + (1 if text.startswith("\ufeff") else 0)
     kept = 0
     try:
-        for offset, value, end in jsonwalk.elements(text, start):
+        for offset, value, end in jsonwalk.arrays(text, start):
             yield line_of(offset), value, True
             kept += 1
             start = end
@@ -421,9 +421,10 @@ def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, 
         where = jsonwalk.skip_ws(text, start)
         if where < len(text) and text[where] == ",":
             where = jsonwalk.skip_ws(text, where + 1)
+        where = min(where, exc.pos)
         reason = (
             f"truncated stream: the array ends inside element {kept + 1}; {kept} chunks kept"
-            if not text.rstrip().endswith("]")
+            if exc.msg != jsonwalk.TRAILING and not text.rstrip().endswith("]")
             else f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}; the rest was not read"
         )
         collector.reject(str(path), line_of(where), reason, text[where : where + 200], FORMAT)
@@ -512,10 +513,13 @@ def ingest(path: Path, collector: Collector) -> int:
     run = Run(run_id=path.stem)
     records = 0
     for line, chunks, streamed in _responses(path, collector):
-        body: Any = chunks if streamed else chunks[0]
-        message, fields = turn_from_response(body, streamed=streamed)
-        episode = Episode(run=run, source_path=str(path), source_line=line, source_format=FORMAT)
-        episode.add(line, message, **fields)
-        collector.add_episode(episode)
-        records += 1
+        with isolated(collector, str(path), line, FORMAT):
+            body: Any = chunks if streamed else chunks[0]
+            message, fields = turn_from_response(body, streamed=streamed)
+            episode = Episode(
+                run=run, source_path=str(path), source_line=line, source_format=FORMAT
+            )
+            episode.add(line, message, **fields)
+            collector.add_episode(episode)
+            records += 1
     return records

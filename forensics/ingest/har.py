@@ -19,7 +19,7 @@ from typing import Any
 from forensics.ingest import capture, exchange, files, jsonhead, jsonwalk
 from forensics.ingest.apicommon import as_dict, as_int, as_str, without_query
 from forensics.ingest.exchange import Exchange, NotACall
-from forensics.ingest.records import Collector
+from forensics.ingest.records import Collector, isolated, reject_trailing
 
 FORMAT = "har"
 
@@ -77,10 +77,11 @@ def ingest(path: Path, collector: Collector) -> int:
         if not isinstance(entry, dict):
             reader.reject(line, "HAR entry is not an object", capture.excerpt(entry))
             return
-        try:
-            reader.link(exchange.build(entry_exchange(entry), line), entry)
-        except NotACall as exc:
-            reader.reject(line, f"HAR entry: {exc}", _where(entry))
+        with isolated(collector, str(path), line, FORMAT):
+            try:
+                reader.link(exchange.build(entry_exchange(entry), line), entry)
+            except NotACall as exc:
+                reader.reject(line, f"HAR entry: {exc}", _where(entry))
 
     def entries(text: str, pos: int) -> tuple[None, int]:
         nonlocal last_end
@@ -92,12 +93,14 @@ def ingest(path: Path, collector: Collector) -> int:
 
     log_walker = {"log": lambda t, p: jsonwalk.obj(t, p, {"entries": entries})}
     try:
-        jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), log_walker)
+        _, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), log_walker)
+        reject_trailing(collector, str(path), text, end, line_of, FORMAT)
     except jsonwalk.WalkError as exc:
         where = jsonwalk.skip_ws(text, last_end)
         if text.startswith(",", where):
             where = jsonwalk.skip_ws(text, where + 1)
         cut = exc.pos >= len(text.rstrip())
+        where = min(where, exc.pos)
         reason = (
             f"truncated HAR: the file ends inside an entry (line {line_of(len(text))}); "
             "the complete entries before it were read"

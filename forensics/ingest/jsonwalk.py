@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _DECODER = json.JSONDecoder()
+TRAILING = "data after the end of the JSON document"
 _WS = " \t\n\r"
 
 
@@ -95,6 +96,28 @@ def elements(text: str, pos: int, walker: Walker = value) -> Iterator[tuple[int,
         pos = _expect(text, pos, ",")
 
 
+def arrays(text: str, pos: int, walker: Walker = value) -> Iterator[tuple[int, Any, int]]:
+    """Elements of the array at pos and of arrays that follow it back to back (a file written
+    twice): the whole file is read. Anything else after the last array raises WalkError at
+    its start, so the caller rejects it instead of ignoring it."""
+    while True:
+        close = skip_ws(text, _expect(text, pos, "["))
+        for item in elements(text, pos, walker):
+            close = skip_ws(text, item[2])
+            yield item
+        pos = skip_ws(text, close + 1)
+        if pos >= len(text):
+            return
+        if text[pos] != "[":
+            raise WalkError(pos, TRAILING)
+
+
+def trailing(text: str, end: int) -> int | None:
+    """Where non-blank data starts after a document that ended at end (None: nothing)."""
+    pos = skip_ws(text, end)
+    return pos if pos < len(text) else None
+
+
 def positioned_array(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
     """An array as [(start offset, element)], for walkers that need element positions."""
     out: list[tuple[int, Any]] = []
@@ -104,6 +127,57 @@ def positioned_array(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
         end = stop
     # `elements` returned only after seeing the closing bracket after `end`.
     return out, skip_ws(text, end) + 1
+
+
+def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = (dict,)) -> bool:
+    """One JSON value per line: the first line is more than a lone bracket, and one of the
+    first lines is a whole value of these kinds starting at column 0.
+
+    A pretty-printed document opens with a lone `{` or `[`, and its complete inner values are
+    indented. Probing several lines keeps a JSONL file whose first lines are broken (cut by a
+    crashed writer) a JSONL file, so the bad lines do not hide the rest.
+    """
+    seen = 0
+    for _number, text in lines:
+        if text is None:
+            return True  # a line too long to read: JSONL, and that line is rejected
+        stripped = text.strip()
+        if not stripped:
+            continue
+        seen += 1
+        if seen == 1 and stripped in ("{", "["):
+            return False
+        if text[:1] in "{[":
+            try:
+                if isinstance(json.loads(text), kinds):
+                    return True
+            except (json.JSONDecodeError, RecursionError):
+                pass
+        if seen >= PROBE_LINES:
+            return False
+    return False
+
+
+PROBE_LINES = 20
+
+
+def skip_broken_lead(head: str) -> str:
+    """The head from its first whole JSON-object line when broken lines come before it in a
+    file that is otherwise one JSON object per line, so sniffers see a record, not debris."""
+    lines = head.split("\n")[:PROBE_LINES]
+    if not lines or lines[0].lstrip("\ufeff \t\r")[:1] in "{[":
+        return head
+    whole = []
+    for i, line in enumerate(lines[:-1]):  # the last line may be cut by the head's end
+        if line.startswith("{"):
+            try:
+                if isinstance(json.loads(line), dict):
+                    whole.append(i)
+            except (json.JSONDecodeError, RecursionError):
+                pass
+    if len(whole) < 2 or whole[0] >= len(whole):
+        return head  # not mostly JSON lines: a text log that quotes an object now and then
+    return "\n".join(head.split("\n")[whole[0] :])
 
 
 class LineCounter:

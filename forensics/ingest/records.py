@@ -7,14 +7,18 @@ hands them to a `Collector`, together with `reject`s for what it could not read.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from forensics import schema
+from forensics.ingest import jsonwalk
 from forensics.ingest.apicommon import json_text, text_of
-from forensics.redact import redact_name
+from forensics.ingest.files import TooLarge
+from forensics.ingest.rows import BadValue, RowMaker, clean_text
 
 # How each source spells a finish reason -> our normalised vocabulary. Unknown spellings map to
 # "unknown"; a missing reason stays NULL.
@@ -107,6 +111,10 @@ class Episode:
     # Why the episode has no (or fewer) turns, when the source says so (trajectories.ingest_note).
     note: str | None = None
     messages: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    # JSON path of the record and of each message (by index) in the file, where the reader
+    # knows them: they locate a rejected record beyond its line.
+    json_path: str | None = None
+    json_paths: dict[int, str] = field(default_factory=dict)
     # Per-turn column values that the message dict itself does not carry (captures know the
     # request and response around a message: finish reason, usage, caps, HTTP status, …),
     # keyed by message index. Keys are turn column names (schema.RAW_TURNS); they win over
@@ -223,18 +231,82 @@ def tau_error(info: Any) -> str | None:
     return None
 
 
+NESTED_TOO_DEEPLY = "JSON nested deeper than the parser's limit (about 990 levels)"
+
+
 def _excerpt(text: str, limit: int = 200) -> str:
     text = text.replace("\r", "")
-    return text if len(text) <= limit else text[:limit] + "…"
+    return clean_text(text if len(text) <= limit else text[:limit] + "…")
+
+
+@contextmanager
+def isolated(
+    collector: Collector, path: str, line: int | None, fmt: str, json_path: str | None = None
+) -> Iterator[None]:
+    """One record's failure stays with that record: it becomes its reject, the file goes on.
+
+    File-level conditions (a size cap, an I/O error) still end the file's read.
+    """
+    try:
+        yield
+    except (TooLarge, OSError):
+        raise
+    except RecursionError:
+        collector.reject(path, line, NESTED_TOO_DEEPLY, "", fmt, json_path)
+    except Exception as exc:
+        collector.reject(
+            path,
+            line,
+            f"record not read: the {fmt} reader failed on it ({type(exc).__name__}: {exc}); "
+            "this is a bug in forensics, please report it",
+            "",
+            fmt,
+            json_path,
+        )
+
+
+def reject_trailing(
+    collector: Collector, path: str, text: str, end: int, line_of: Callable[[int], int], fmt: str
+) -> None:
+    """Data after a whole document is not ignored: it is rejected from where it starts."""
+    pos = jsonwalk.trailing(text, end)
+    if pos is not None:
+        collector.reject(
+            path,
+            line_of(pos),
+            f"{jsonwalk.TRAILING} ({len(text) - pos:,} chars) was not read",
+            text[pos : pos + 200],
+            fmt,
+        )
+
+
+def _safe_json(value: Any) -> str:
+    try:
+        return json_text(value) or ""
+    except (RecursionError, ValueError, TypeError):
+        return ""
+
+
+_TURNS = RowMaker(schema.RAW_TURNS)
+_TRAJECTORIES = RowMaker(schema.TRAJECTORIES)
+_REJECTS = RowMaker(schema.REJECTS)
+# Set on the trajectory row once the run is complete (a log may name its models at the end).
+_RUN_COLUMNS = ("agent_model", "user_model", "variant", "labels")
 
 
 class Collector:
-    """Accumulates rows of turns, trajectories and rejects from every ingester."""
+    """Accumulates rows of turns, trajectories and rejects from every ingester.
+
+    Every row is checked against its table's schema when it is made: a value that does not fit
+    rejects its record (a message, or a whole episode for an episode-level value), never the
+    table.
+    """
 
     def __init__(self) -> None:
         self.turn_rows: list[dict[str, Any]] = []
         self.trajectory_rows: list[dict[str, Any]] = []
         self.reject_rows: list[dict[str, Any]] = []
+        self._reject_count: dict[str, int] = {}
         self._seen_trajectories: dict[str, int] = {}
         self._trials: dict[tuple[str, str | None], int] = {}
         # Runs stay mutable until the end: a log may name a run's status after its episodes.
@@ -252,124 +324,160 @@ class Collector:
         reason: str,
         excerpt: str = "",
         source_format: str | None = None,
+        json_path: str | None = None,
     ) -> None:
-        self.reject_rows.append(
-            {
-                "source_path": redact_name(path),
-                "source_line": line,
-                "source_format": source_format,
-                "reason": reason,
-                "excerpt": _excerpt(excerpt),
-            }
+        row = _REJECTS.blank()
+        row.update(
+            source_path=clean_text(path),
+            source_line=line if isinstance(line, int) else None,
+            source_format=source_format,
+            json_path=json_path,
+            reason=clean_text(" ".join(str(reason).split())),
+            excerpt=_excerpt(excerpt if isinstance(excerpt, str) else str(excerpt)),
         )
+        self.reject_rows.append(_REJECTS.check(row))
+        self._reject_count[row["source_path"]] = self._reject_count.get(row["source_path"], 0) + 1
+
+    def rejects_of(self, path: str) -> int:
+        return self._reject_count.get(path, 0)
 
     def note(self, path: str, text: str) -> None:
         self.notes.setdefault(path, []).append(text)
 
-    def add_episode(self, ep: Episode) -> None:
-        run = ep.run
-        # A secret in a file name must not reach any table either (paths and run ids derive
-        # from file names).
-        source_path, run_id = redact_name(ep.source_path), redact_name(run.run_id)
-        trial = ep.trial
+    def _trajectory_id(self, run_id: str, task_id: str | None, trial: int | None) -> tuple:
         if trial is None:
             # Console logs do not print the trial: the n-th run of a task in a run is trial n.
-            key = (run_id, ep.task_id)
+            key = (run_id, task_id)
             trial = self._trials.get(key, 0)
             self._trials[key] = trial + 1
-        task = ep.task_id if ep.task_id is not None else "unknown"
+        task = task_id if task_id is not None else "unknown"
         base = f"{run_id}/task-{task}/trial-{trial}"
         n = self._seen_trajectories.get(base, 0)
         self._seen_trajectories[base] = n + 1
-        trajectory_id = base if n == 0 else f"{base}#{n + 1}"
+        return (base if n == 0 else f"{base}#{n + 1}"), trial
 
-        agent_turns = tool_calls = 0
-        for index, (line, msg) in enumerate(ep.messages):
-            role = msg.get("role")
-            content = text_of(msg.get("content"))
-            calls = tool_calls_of(msg)
-            actor = tau_actor(role, content)
-            reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-            model = run.agent_model if actor == "agent" else None
-            endpoint = run.agent_endpoint if actor == "agent" else None
-            if actor == "user_sim":
-                model, endpoint = run.user_model, run.user_endpoint
-            row = {
-                "source_path": source_path,
-                "source_line": line,
-                "source_format": ep.source_format,
-                "run_id": run_id,
-                "trajectory_id": trajectory_id,
-                "task_id": ep.task_id,
-                "trial": trial,
-                "turn_index": index,
-                "role": role,
-                "actor": actor,
-                "content": content,
-                "reasoning": text_of(reasoning),
-                "tool_calls": calls,
-                "finish_reason": normalise_finish_reason(msg.get("finish_reason")),
-                "finish_reason_raw": msg.get("finish_reason"),
-                "input_tokens": None,
-                "output_tokens": None,
-                "reasoning_tokens": None,
-                "max_output_tokens": run.max_output_tokens if model else None,
-                "tools_attached": run.tools_attached if actor == "agent" else None,
-                "tool_choice": None,
-                "model": model,
-                "endpoint": endpoint,
-                "http_status": None,
-                "error": None,
-                "tool_count": None,
-                "stream": None,
-                "stream_completed": None,
-                "enable_thinking": None,
-                "reasoning_budget": None,
-                "reasoning_effort": None,
-                "cost_usd": None,
-                "tool_calls_without_type": None,
-                "request_hash": None,
-                "request_keys": None,
-            }
-            overrides = ep.turn_fields.get(index)
-            if overrides:
-                unknown = overrides.keys() - row.keys()
-                if unknown:
-                    raise ValueError(f"unknown turn fields: {sorted(unknown)}")
-                row.update(overrides)
-                if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
-                    row["finish_reason"] = normalise_finish_reason(row["finish_reason_raw"])
-            if row["actor"] == "agent":
-                agent_turns += 1
-                tool_calls += len(row["tool_calls"] or [])
-            self.turn_rows.append(row)
-        self._runs[run_id] = run
-        self.trajectory_rows.append(
-            {
-                "trajectory_id": trajectory_id,
-                "run_id": run_id,
-                "source_path": source_path,
-                "source_line": ep.source_line,
-                "source_format": ep.source_format,
-                "task_id": ep.task_id,
-                "trial": trial,
-                "reward": ep.reward,
-                "termination_reason": ep.termination_reason,
-                "error": ep.error,
-                "turn_count": len(ep.messages),
-                "agent_turn_count": agent_turns,
-                "tool_call_count": tool_calls,
-                "ingest_note": ep.note,
-            }
+    def _turn_row(self, ep: Episode, index: int, msg: dict[str, Any]) -> dict[str, Any]:
+        run = ep.run
+        role = msg.get("role")
+        content = text_of(msg.get("content"))
+        actor = tau_actor(role, content if isinstance(content, str) else None)
+        model = run.agent_model if actor == "agent" else None
+        endpoint = run.agent_endpoint if actor == "agent" else None
+        if actor == "user_sim":
+            model, endpoint = run.user_model, run.user_endpoint
+        row = _TURNS.blank()
+        row.update(
+            source_path=ep.source_path,
+            source_format=ep.source_format,
+            run_id=run.run_id,
+            task_id=ep.task_id,
+            turn_index=index,
+            role=role,
+            actor=actor,
+            content=content,
+            reasoning=text_of(msg.get("reasoning_content") or msg.get("reasoning")),
+            tool_calls=tool_calls_of(msg),
+            finish_reason=normalise_finish_reason(msg.get("finish_reason")),
+            finish_reason_raw=msg.get("finish_reason"),
+            max_output_tokens=run.max_output_tokens if model else None,
+            tools_attached=run.tools_attached if actor == "agent" else None,
+            model=model,
+            endpoint=endpoint,
         )
+        overrides = ep.turn_fields.get(index)
+        if overrides:
+            unknown = overrides.keys() - row.keys()
+            if unknown:
+                raise ValueError(f"unknown turn fields: {sorted(unknown)}")  # a reader's bug
+            row.update(overrides)
+            if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
+                row["finish_reason"] = normalise_finish_reason(row["finish_reason_raw"])
+        return row
+
+    def add_episode(self, ep: Episode) -> None:
+        run = ep.run
+        rows: list[dict[str, Any]] = []
+        dropped = 0
+        for index, (line, msg) in enumerate(ep.messages):
+            try:
+                row = _TURNS.check(self._turn_row(ep, index - dropped, msg) | {"source_line": line})
+            except BadValue as exc:
+                dropped += 1
+                self.reject(
+                    ep.source_path,
+                    line,
+                    f"message {index} of the episode: {exc}",
+                    _safe_json(msg),
+                    ep.source_format,
+                    ep.json_paths.get(index),
+                )
+                continue
+            rows.append(row)
+        trajectory_id, trial = self._trajectory_id(run.run_id, ep.task_id, ep.trial)
+        note = ep.note
+        if dropped:
+            extra = f"{dropped} message(s) rejected (see rejects)"
+            note = f"{note}; {extra}" if note else extra
+        traj = _TRAJECTORIES.blank()
+        traj.update(
+            trajectory_id=trajectory_id,
+            run_id=run.run_id,
+            source_path=ep.source_path,
+            source_line=ep.source_line,
+            source_format=ep.source_format,
+            task_id=ep.task_id,
+            trial=trial,
+            reward=ep.reward,
+            termination_reason=ep.termination_reason,
+            error=ep.error,
+            turn_count=len(rows),
+            agent_turn_count=sum(r["actor"] == "agent" for r in rows),
+            tool_call_count=sum(len(r["tool_calls"] or []) for r in rows if r["actor"] == "agent"),
+            ingest_note=note,
+            labels=[],
+        )
+        try:
+            _TRAJECTORIES.check(traj)
+        except BadValue as exc:
+            self.reject(
+                ep.source_path,
+                ep.source_line,
+                f"episode not read: {exc}",
+                "",
+                ep.source_format,
+                ep.json_path,
+            )
+            return
+        for row in rows:
+            row["trajectory_id"], row["trial"] = trajectory_id, trial
+        self.turn_rows.extend(rows)
+        self._runs[run.run_id] = run
+        self.trajectory_rows.append(traj)
+
+    def _run_values(self, run: Run, path: str, fmt: str | None) -> dict[str, Any]:
+        """What the run says about itself, checked once; a bad value is dropped and rejected."""
+        values: dict[str, Any] = {
+            "agent_model": run.agent_model,
+            "user_model": run.user_model,
+            "variant": run.variant,
+            "labels": [{"key": k, "value": v} for k, v in sorted(run.labels.items())],
+        }
+        for name in _RUN_COLUMNS:
+            try:
+                _TRAJECTORIES.check(_TRAJECTORIES.blank() | {name: values[name]})
+            except BadValue as exc:
+                self.reject(path, None, f"run metadata not read: {exc}", "", fmt)
+                values[name] = [] if name == "labels" else None
+        return values
 
     def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        checked: dict[str, dict[str, Any]] = {}
         for row in self.trajectory_rows:
-            run = self._runs[row["run_id"]]
-            row["agent_model"] = run.agent_model
-            row["user_model"] = run.user_model
-            row["variant"] = run.variant
-            row["labels"] = [{"key": k, "value": v} for k, v in sorted(run.labels.items())]
+            run_id = row["run_id"]
+            if run_id not in checked:
+                run = self._runs[run_id]
+                checked[run_id] = self._run_values(run, row["source_path"], row["source_format"])
+            row.update(checked[run_id])
         return (
             pa.Table.from_pylist(self.turn_rows, schema=schema.RAW_TURNS),
             pa.Table.from_pylist(self.trajectory_rows, schema=schema.TRAJECTORIES),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from forensics.ingest import capture, exchange, files, jsonhead, sse
 from forensics.ingest.exchange import Exchange, NotACall
-from forensics.ingest.records import Collector
+from forensics.ingest.records import Collector, isolated
 
 FORMAT = "sse_capture"
 _ENDS = ("message_stop", "response.completed", "response.incomplete", "response.failed")
@@ -81,8 +81,10 @@ def ingest(path: Path, collector: Collector) -> int:
         if not stream:
             continue
         line = stream[0].line
-        try:
-            reader.link(exchange.build(Exchange(response=_render(stream)), line), stream[0].data)
-        except NotACall as exc:
-            reader.reject(line, f"stream: {exc}", stream[0].data[:200])
+        with isolated(collector, str(path), line, FORMAT):
+            try:
+                call = exchange.build(Exchange(response=_render(stream)), line)
+                reader.link(call, stream[0].data)
+            except NotACall as exc:
+                reader.reject(line, f"stream: {exc}", stream[0].data[:200])
     return reader.finish()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest import files, jsonwalk
-from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
 
 FORMAT = "tau2_results"
 FORMAT_SIMULATION = "tau2_simulation"
@@ -300,7 +300,8 @@ def ingest(path: Path, collector: Collector) -> int:
     top: dict[str, Any] = {}
     cut: str | None = None
     try:
-        top, _end = jsonwalk.obj(text, start, {"info": info, "simulations": simulations})
+        top, end = jsonwalk.obj(text, start, {"info": info, "simulations": simulations})
+        reject_trailing(collector, str(path), text, end, line_of, FORMAT)
     except jsonwalk.WalkError as exc:
         truncated = not text.rstrip().endswith("}")
         where = jsonwalk.skip_ws(text, state["next"]) if state["in_simulations"] else exc.pos
@@ -328,7 +329,8 @@ def ingest(path: Path, collector: Collector) -> int:
         if not isinstance(sim, dict):
             collector.reject(str(path), line_of(offset), "simulation is not an object", "", FORMAT)
             continue
-        add_simulation(collector, run, path, line_of, offset, sim, FORMAT)
+        with isolated(collector, str(path), line_of(offset), FORMAT):
+            add_simulation(collector, run, path, line_of, offset, sim, FORMAT)
     if cut is None and "simulations" not in top:
         _dir_layout_metadata(path, top, text, collector)
     elif cut is None and not sims:
@@ -408,7 +410,8 @@ def ingest_simulation(path: Path, collector: Collector) -> int:
     line_of = jsonwalk.LineCounter(text)
     start = jsonwalk.skip_ws(text, 1 if text.startswith("\ufeff") else 0)
     try:
-        sim, _end = _sim_walker(text, start)
+        sim, end = _sim_walker(text, start)
+        reject_trailing(collector, str(path), text, end, line_of, FORMAT_SIMULATION)
     except jsonwalk.WalkError as exc:
         kind = "truncated file" if not text.rstrip().endswith("}") else "invalid JSON"
         collector.reject(

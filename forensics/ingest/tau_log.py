@@ -26,6 +26,7 @@ from forensics.ingest.records import (
     Run,
     infer_strategy,
     is_message,
+    isolated,
     tau_error,
     tau_reward,
     tau_termination,
@@ -325,6 +326,7 @@ def ingest(path: Path, collector: Collector) -> int:
     """Read one text log into the collector; returns the number of records recognised."""
     reader = _LogReader(path, collector)
     for line in embedded.scan(files.iter_lines(path)):
-        reader.feed(line)
+        with isolated(collector, str(path), line.number, FORMAT):
+            reader.feed(line)
     reader.finish()
     return reader.records

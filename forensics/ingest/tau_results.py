@@ -16,6 +16,7 @@ from forensics.ingest.records import (
     Episode,
     Run,
     infer_strategy,
+    isolated,
     tau_error,
     tau_reward,
     tau_termination,
@@ -51,7 +52,7 @@ def ingest(path: Path, collector: Collector) -> int:
     record_walker = lambda t, p: jsonwalk.obj(t, p, {"traj": jsonwalk.positioned_array})  # noqa: E731
     start = jsonwalk.skip_ws(text, 0)
     try:
-        for offset, record, _end in jsonwalk.elements(text, start, record_walker):
+        for index, (offset, record, _end) in enumerate(jsonwalk.arrays(text, start, record_walker)):
             start = offset
             if not isinstance(record, dict) or "traj" not in record:
                 collector.reject(
@@ -60,17 +61,20 @@ def ingest(path: Path, collector: Collector) -> int:
                     "array element is not a tau-bench result record",
                     text[offset : offset + 200],
                     FORMAT,
+                    f"$[{index}]",
                 )
-                continue
-            add_record(collector, run, path, line_of, offset, record)
-            records += 1
+            else:
+                with isolated(collector, str(path), line_of(offset), FORMAT, f"$[{index}]"):
+                    add_record(collector, run, path, line_of, offset, record, index)
+                    records += 1
             start = _end
     except jsonwalk.WalkError as exc:
         # A file cut mid-write does not end with the array's closing bracket.
-        cut = not text.rstrip().endswith("]")
+        cut = exc.msg != jsonwalk.TRAILING and not text.rstrip().endswith("]")
         where = jsonwalk.skip_ws(text, start)
-        if where < len(text) and text[where] == ",":
+        if where < len(text) and text[where] in ",]":
             where = jsonwalk.skip_ws(text, where + 1)
+        where = min(where, exc.pos)
         error_line = line_of(exc.pos)
         reason = (
             f"truncated file: it ends inside record {records + 1} "
@@ -90,13 +94,17 @@ def add_record(
     line_of: jsonwalk.LineCounter,
     offset: int,
     record: dict[str, Any],
+    index: int = 0,
 ) -> None:
     info = record.get("info")
     record_line = line_of(offset)
     positioned = record.get("traj") or []
     if run.agent_strategy is None:
         run.agent_strategy = infer_strategy([m for _, m in positioned])
-    messages = [(line_of(o), m) for o, m in positioned if isinstance(m, dict)]
+    if not isinstance(positioned, list):
+        raise ValueError(f"traj is a JSON {type(positioned).__name__}, not an array")
+    kept = [(k, o, m) for k, (o, m) in enumerate(positioned) if isinstance(m, dict)]
+    messages = [(line_of(o), m) for _, o, m in kept]
     traj = [m for _, m in messages]
     trial = record.get("trial")
     reward = record.get("reward")
@@ -112,5 +120,7 @@ def add_record(
             termination_reason=tau_termination(info, traj),
             error=tau_error(info),
             messages=messages,
+            json_path=f"$[{index}]",
+            json_paths={i: f"$[{index}].traj[{k}]" for i, (k, _, _) in enumerate(kept)},
         )
     )

@@ -22,7 +22,6 @@ from markupsafe import Markup, escape
 
 from forensics import markers
 from forensics.pipeline import ScanResult
-from forensics.redact import redact_expr, redact_text
 from forensics.render import charts
 
 PAGE_SIZE = 20
@@ -186,13 +185,10 @@ def explorer_data(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
     def path_ix(p: str | None) -> int | None:
         if p is None:
             return None
-        return paths.setdefault(redact_text(p) or p, len(paths))
+        return paths.setdefault(p, len(paths))
 
     limit = _turn_limit(result.turns.height)
-    loose = ["model", "endpoint", "finish_reason_raw", "source_path"]
-    turns = result.turns.with_columns(redact_expr(pl.col(c)) for c in loose).sort(
-        ["trajectory_id", "turn_index"]
-    )
+    turns = result.turns.sort(["trajectory_id", "turn_index"])
     by_traj: dict[str, list[dict[str, Any]]] = {}
     for u in turns.select(
         "trajectory_id",

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from forensics.redact import redact_text
-
 EXCERPT_CHARS = 400
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _SPACE = re.compile(r"\s+")
@@ -224,4 +222,4 @@ def render(model: dict[str, Any]) -> str:
         f"<sub>forensics · {s['files']} file(s) ({formats}) · {s['rejects']:,} rejects · "
         "every finding with file and line is in the HTML report and the JSON output</sub>"
     )
-    return (redact_text("\n".join(lines)) or "") + "\n"
+    return "\n".join(lines) + "\n"

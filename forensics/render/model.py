@@ -280,6 +280,7 @@ def build(result: ScanResult) -> dict[str, Any]:
     return {
         "summary": {
             "files": len(result.files),
+            "skipped": len(result.skipped),
             "files_by_format": dict(sorted(formats.items())),
             "trajectories": trajectories.height,
             "turns": result.turns.height,
@@ -314,6 +315,7 @@ def build(result: ScanResult) -> dict[str, Any]:
             }
             for f in result.files
         ],
+        "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "not_checked": not_checked,
         "rules": [
             {

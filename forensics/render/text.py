@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 
@@ -39,6 +40,10 @@ def render(model: dict[str, Any], report_path: str | None = None) -> str:
         lines.append(f"note: {f['path']}: {f['note']}")
     if len(notes) > 5:
         lines.append(f"… and {len(notes) - 5} more notes (see --explain-formats)")
+    if model["skipped"]:
+        why = Counter(s["reason"] for s in model["skipped"])
+        kinds = ", ".join(f"{n} {r}" for r, n in sorted(why.items()))
+        lines.append(f"skipped in directory walks: {len(model['skipped'])} ({kinds})")
     for reject in model["rejects"][:5]:
         where = f"{reject['path']}:{reject['line']}" if reject["line"] else reject["path"]
         lines.append(f"rejected: {where}: {reject['reason']}")

@@ -1,0 +1,248 @@
+"""Hostile inputs for the robustness properties: seeds of every format, mutations, secrets.
+
+Shared by tests/test_robustness.py (bounded, fixed seed, in CI) and benchmarks/fuzz.py (long
+runs). A mutation works at byte level (truncate, flip, insert, BOM, CRLF, NUL, invalid UTF-8,
+gzip and gzip damage) or at field level (a value of a parsed record replaced by a wrong type,
+a huge integer, NaN, deep nesting, a lone surrogate), and trailing data after a document.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+SAMPLES = ROOT / "sample_logs"
+
+# One small real or realistic file of every format the scanner reads.
+SEEDS: dict[str, Path] = {
+    "tau_bench_log": SAMPLES / "output2.txt",
+    "tau_bench_results": SAMPLES / "tau_bench_results_control.json",
+    "tau2_results": DATA / "tau2" / "leaderboard-trimmed_toolorchestra_airline.subset2.json",
+    "tau2_simulation": DATA
+    / "tau2"
+    / "dir_text_run"
+    / "simulations"
+    / "0f6c1e55-0000-4000-8000-000000000002.json",
+    "gemini_rest": DATA / "gemini" / "rest_max_tokens.json",
+    "gemini_jsonl": DATA / "gemini" / "synthetic_mixed.jsonl",
+    "gemini_array_stream": DATA / "gemini" / "stream_json_array.json",
+    "gemini_sse": DATA / "gemini" / "stream_alt_sse.txt",
+    "capture_jsonl": DATA / "capture" / "vllm_agent_loop.jsonl",
+    "capture_batch": DATA / "capture" / "batch.jsonl",
+    "capture_bodies": DATA / "capture" / "bodies.json",
+    "capture_sse": DATA / "capture" / "streams.sse",
+    "har": DATA / "capture" / "agent.har",
+    "litellm": DATA / "capture" / "litellm_logs.jsonl",
+}
+
+# Formats whose records are lines (one JSON value per line), for the accounting invariant.
+LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm"}
+# Formats whose records are the elements of a top-level array.
+ARRAY_FORMATS = {"tau_bench_results"}
+
+HUGE = 2**70
+DEEP = 3000
+# Stands in for a value nested DEEP levels: spliced in as text after dumping, since neither
+# json.dumps nor a recursive copy can build it inside a test's call stack.
+DEEP_TOKEN = "@@deep-nesting@@"
+DEEP_TEXT = "[" * DEEP + "]" * DEEP
+
+
+def deep_value() -> str:
+    return DEEP_TOKEN
+
+
+WRONG_VALUES = st.sampled_from(
+    [
+        True,
+        False,
+        None,
+        0,
+        -1,
+        HUGE,
+        -HUGE,
+        1.5,
+        float("nan"),
+        float("inf"),
+        "",
+        "\ud800",
+        "x\udfffy",
+        "\x00\x1b[31m\u202e",
+        [],
+        [1, "a", None],
+        {},
+        {"role": True, "content": HUGE},
+        "<script>alert(1)</script>",
+    ]
+)
+
+
+def paths_of(value: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every path to a value inside a parsed JSON document (bounded, for sampling)."""
+    out = [prefix]
+    if len(out) > 5000:
+        return out
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += paths_of(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += paths_of(v, (*prefix, i))
+    return out
+
+
+def replaced(doc: Any, path: tuple, new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(doc, dict):
+        return {k: (replaced(v, rest, new) if k == head else v) for k, v in doc.items()}
+    return [replaced(v, rest, new) if i == head else v for i, v in enumerate(doc)]
+
+
+def dumps(value: Any) -> str:
+    # allow_nan: NaN and Infinity are what some Python writers emit; a reader must cope.
+    text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    return text.replace(json.dumps(DEEP_TOKEN), DEEP_TEXT)
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+@st.composite
+def field_mutation(draw: st.DrawFn, raw: bytes) -> bytes:
+    """One value inside one record replaced by a hostile one; the rest of the file as it was."""
+    text = raw.decode("utf-8")
+    lines = text.split("\n")
+    parsed = []
+    for i, line in enumerate(lines):
+        try:
+            parsed.append((i, json.loads(line)))
+        except ValueError:
+            continue
+    if parsed and len(parsed) > 1:  # JSONL: mutate one line
+        i, doc = draw(st.sampled_from(parsed))
+        path = draw(st.sampled_from(paths_of(doc)))
+        new = deep_value() if draw(st.booleans()) and draw(st.booleans()) else draw(WRONG_VALUES)
+        lines[i] = dumps(replaced(doc, path, new))
+        return _encode("\n".join(lines))
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        # Text logs and SSE: a hostile value spliced into one line.
+        i = draw(st.integers(0, len(lines) - 1))
+        lines[i] = lines[i] + dumps(draw(WRONG_VALUES))
+        return _encode("\n".join(lines))
+    path = draw(st.sampled_from(paths_of(doc)))
+    new = deep_value() if draw(st.integers(0, 5)) == 0 else draw(WRONG_VALUES)
+    out = dumps(replaced(doc, path, new))
+    if draw(st.integers(0, 4)) == 0:  # trailing data: a second document, or junk
+        out += draw(st.sampled_from(["\n" + out, "garbage", "\n{}", "]"]))
+    return _encode(out)
+
+
+@st.composite
+def byte_mutation(draw: st.DrawFn, raw: bytes) -> bytes:
+    kind = draw(
+        st.sampled_from(
+            ["truncate", "flip", "insert", "bom", "crlf", "nul", "utf8", "gzip", "gzip-cut"]
+        )
+    )
+    pos = draw(st.integers(0, max(0, len(raw) - 1)))
+    if kind == "truncate":
+        return raw[:pos]
+    if kind == "flip":
+        return raw[:pos] + bytes([raw[pos] ^ draw(st.integers(1, 255))]) + raw[pos + 1 :]
+    if kind == "insert":
+        return raw[:pos] + draw(st.binary(min_size=1, max_size=16)) + raw[pos:]
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + raw
+    if kind == "crlf":
+        return raw.replace(b"\n", b"\r\n")
+    if kind == "nul":
+        return raw[:pos] + b"\x00" + raw[pos:]
+    if kind == "utf8":
+        return raw[:pos] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80"])) + raw[pos:]
+    packed = gzip.compress(raw, mtime=0)
+    if kind == "gzip":
+        return packed
+    cut = draw(st.integers(10, max(10, len(packed) - 1)))
+    return packed[:cut]
+
+
+def mutation(raw: bytes) -> st.SearchStrategy[bytes]:
+    return st.one_of(byte_mutation(raw), field_mutation(raw))
+
+
+# --- secrets ----------------------------------------------------------------------------------
+
+# Each shape the redaction promises, with the part that must never reach an output.
+SECRETS: dict[str, tuple[str, str]] = {
+    "openai": ("sk-proj-Qz7Lk2Vb9Xw4Rt6Yp1Nm8Hc3Jd5Fg0Sa", "Qz7Lk2Vb9Xw4Rt6Yp1Nm8Hc3"),
+    "anthropic": ("sk-ant-api03-Wq2Er4Ty6Ui8Op0As2Df4Gh6Jk8Lz", "Wq2Er4Ty6Ui8Op0As2Df4"),
+    "after_underscore": ("OPENAI_sk-Mn3Bv5Cx7Za9Sd1Fg3Hj5Kl7", "Mn3Bv5Cx7Za9Sd1Fg3Hj5"),
+    "google": ("AIzaSyBx4Kq9Lm2Np7Rs1Tv6Wx3Yz8Ab5Cd0Ef2G", "Bx4Kq9Lm2Np7Rs1Tv6Wx3"),
+    "google_query": (
+        "https://api.example.test/v1/models/m:gen?key=Pk8Jh6Gf4Ds2Aq1Ww3Ee5",
+        "Pk8Jh6Gf4Ds2Aq1Ww3Ee5",
+    ),
+    "bearer": ("Authorization: Bearer Tk3Ln5Mp7Qr9St1Uv3Wx5Yz7", "Tk3Ln5Mp7Qr9St1Uv3Wx5"),
+    "basic": ("Authorization: Basic YWxpY2U6czNjcjN0UGFzc3dvcmQ=", "YWxpY2U6czNjcjN0UGFzc3dvcmQ"),
+    "x_api_key": ("x-api-key: Xk2Ak4Pi6Ke8Yv0Al2Ue4Zz", "Xk2Ak4Pi6Ke8Yv0Al2Ue4Zz"),
+    "huggingface": ("hf_Hq2Wd4Ef6Rg8Th0Yj2Uk4Il6Om8Pn0Qb2", "Hq2Wd4Ef6Rg8Th0Yj2Uk4Il6"),
+    "aws_key_id": ("AKIAZ7Q3W5E7R9T1Y3U5", "AKIAZ7Q3W5E7R9T1Y3U5"),
+    "aws_secret": (
+        "aws_secret_access_key=Sa8Df6Gh4Jk2Lq0Wz8Xc6Vb4Nm2Aq0Sw8De6Fr4",
+        "Sa8Df6Gh4Jk2Lq0Wz8Xc6Vb4",
+    ),
+    "github": ("ghp_Gh1Ij2Kl3Mn4Op5Qr6St7Uv8Wx9Yz0Ab1Cd2", "Gh1Ij2Kl3Mn4Op5Qr6St7Uv8"),
+    "github_pat": ("github_pat_11ABCDEFG0Pq9Rs8Tu7Vw6Xy5Za4Bc3De2", "11ABCDEFG0Pq9Rs8Tu7Vw6"),
+    "slack": ("xoxb-1234567890-Sl4Ck6To8Ke0Nx2Yz", "Sl4Ck6To8Ke0Nx2Yz"),
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZ2VudC0xMjM0In0.Jw7Tt9Si1Gn3At5Ur7Ex9",
+        "eyJzdWIiOiJhZ2VudC0xMjM0In0",
+    ),
+    "userinfo": ("https://alice:Pw9Xx7Cc5Vv3@proxy.example.test/v1", "Pw9Xx7Cc5Vv3"),
+    "token_query": ("https://x.example.test/cb?access_token=At6Qq4Ww2Ee0Rr8", "At6Qq4Ww2Ee0Rr8"),
+}
+
+
+def plant(value: Any, counter: list[int]) -> Any:
+    """Every string of a parsed document with a secret appended (the shapes in turn)."""
+    if isinstance(value, str):
+        counter[0] += 1
+        shapes = list(SECRETS.values())
+        return f"{value} {shapes[counter[0] % len(shapes)][0]}"
+    if isinstance(value, dict):
+        return {k: plant(v, counter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plant(v, counter) for v in value]
+    return value
+
+
+def planted(raw: bytes) -> bytes:
+    """The seed with secrets in every string of every record (JSON, JSONL, SSE or text)."""
+    counter = [0]
+    text = raw.decode("utf-8")
+    try:
+        return _encode(dumps(plant(json.loads(text), counter)))
+    except ValueError:
+        pass
+    out = []
+    for line in text.split("\n"):
+        prefix, _, rest = line.partition("data: ") if line.startswith("data: ") else ("", "", line)
+        marker = "data: " if line.startswith("data: ") else ""
+        try:
+            out.append(prefix + marker + dumps(plant(json.loads(rest), counter)))
+        except ValueError:
+            shapes = list(SECRETS.values())
+            counter[0] += 1
+            out.append(f"{line} {shapes[counter[0] % len(shapes)][0]}" if line else line)
+    return _encode("\n".join(out))
