@@ -14,7 +14,7 @@ import click
 from forensics import config, engine, gate, schema
 from forensics.ingest.files import InputError
 
-FAIL_ON = engine.SEVERITIES
+FAIL_ON = schema.SEVERITIES
 
 
 def _fail(message: str) -> NoReturn:
@@ -394,7 +394,7 @@ def rules_explain(rule_id: str) -> None:
     click.echo(
         f"{r.id} — {r.title}\nseverity {r.severity}, confidence {r.confidence}, cause {r.cause}\n"
     )
-    for section in engine.DOC_SECTIONS:
+    for section in schema.DOC_SECTIONS:
         click.echo(f"## {section.replace('_', ' ')}\n{r.docs[section]}\n")
 
 

@@ -21,9 +21,12 @@ import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from forensics.engine import SEVERITIES, Rule
+from forensics.schema import SEVERITIES
+
+if TYPE_CHECKING:
+    from forensics.engine import Rule
 from forensics.ingest.files import MIB, Limits
 
 CONFIG_FILES = ("forensics.toml", "pyproject.toml")

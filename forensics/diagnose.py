@@ -15,8 +15,9 @@ from typing import Any
 
 import polars as pl
 
-from forensics.engine import SEVERITIES, Rule
+from forensics.engine import Rule
 from forensics.facts import TOOL_CALL_PARSERS, cause_facts, match_model
+from forensics.schema import SEVERITIES
 
 SEVERITY_WEIGHT = {s: i + 1 for i, s in enumerate(SEVERITIES)}
 CONFIDENCE_WEIGHT = {"hard": 1.0, "heuristic": 0.5}

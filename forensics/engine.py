@@ -16,10 +16,7 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import schema
-
-SEVERITIES = ["info", "low", "medium", "high", "critical"]
-CONFIDENCES = ["hard", "heuristic"]
-DOC_SECTIONS = ["detects", "why", "example", "fix", "false_positives"]
+from forensics.schema import CONFIDENCES, DOC_SECTIONS, SEVERITIES
 
 
 class RuleError(Exception):

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from forensics.config import parse_rate
-from forensics.engine import SEVERITIES
+from forensics.schema import SEVERITIES
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 BASELINE_VERSION = 1

@@ -10,6 +10,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+# Vocabulary every stage shares: rules declare it, diagnosis ranks by it, the gate and the
+# renderers speak it. It lives here, below every stage, so none imports another for words.
+SEVERITIES = ["info", "low", "medium", "high", "critical"]
+CONFIDENCES = ["hard", "heuristic"]
+DOC_SECTIONS = ["detects", "why", "example", "fix", "false_positives"]
+
 TOOL_CALL = pa.struct(
     [
         pa.field("id", pa.string()),

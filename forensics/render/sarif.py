@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from forensics.engine import DOC_SECTIONS, Rule
+from forensics.schema import DOC_SECTIONS
+
+if TYPE_CHECKING:
+    from forensics.engine import Rule
 from forensics.render.paths import relative
 
 SCHEMA_URI = (
