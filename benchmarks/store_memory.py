@@ -54,6 +54,7 @@ def measure(mode: str, copies: int) -> None:
     import pyarrow.parquet as pq
 
     from forensics import store
+    from forensics.result import tables
 
     result = build(copies)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -65,12 +66,12 @@ def measure(mode: str, copies: int) -> None:
             store.write_parquet(result, Path(tmp) / "pq")
         elif mode == "naive-duckdb":  # whole frames to Arrow at once, then one CREATE TABLE
             con = duckdb.connect(str(Path(tmp) / "x.duckdb"))
-            for name, frame in store.tables(result).items():
+            for name, frame in tables(result).items():
                 con.register("t", frame.to_arrow())
                 con.execute(f"create table {name} as select * from t")
             con.close()
         elif mode == "naive-parquet":
-            for name, frame in store.tables(result).items():
+            for name, frame in tables(result).items():
                 pq.write_table(frame.to_arrow(), Path(tmp) / f"{name}.parquet")
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

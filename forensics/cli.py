@@ -206,9 +206,10 @@ def scan(
     2 usage or input error. Flags win over [tool.forensics] settings.
     """
     from forensics import __version__, store
+    from forensics import report as report_model
     from forensics.pipeline import scan as run_scan
     from forensics.render import github as github_out
-    from forensics.render import html, jsonout, junit, markdown, model, sarif, text
+    from forensics.render import html, jsonout, junit, markdown, sarif, text
 
     try:
         settings = _settings(config_path, no_config).with_limits(
@@ -236,7 +237,7 @@ def scan(
         _fail(str(exc))
     except engine.RuleError as exc:
         _fail(f"rule pack: {exc}")
-    report = model.build(result)
+    report = report_model.build(result, page=not no_report)
     report["gate"] = verdict.to_dict()
     if explain_formats:
         for f in report["files"]:
@@ -250,11 +251,11 @@ def scan(
     report_file = None
     if not no_report:
         report_file = output / "report.html"
-        _write(report_file, html.render(report, result))
+        _write(report_file, html.render(report))
     if json_path:
         _write(json_path, jsonout.render(report))
     if sarif_path:
-        _write(sarif_path, sarif.render(report, result.rules, base, __version__, new))
+        _write(sarif_path, sarif.render(report, base, __version__, new))
     if junit_path:
         _write(junit_path, junit.render(report, base))
     if md_path:
@@ -363,7 +364,7 @@ def diff_cmd(
 @cli.command("schema")
 def schema_cmd() -> None:
     """Print every table and column with its description, and the SQL views."""
-    from forensics.store import VIEWS
+    from forensics.result import VIEWS
 
     click.echo(schema.describe(), nl=False)
     click.echo("views (in --db files and forensics.scan(...).sql)")

@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from forensics import report
 from forensics.config import Settings
 
 
@@ -30,9 +31,14 @@ def load_side(spec: str, rules_dirs: list[Path], settings: Settings) -> dict[str
         except (json.JSONDecodeError, UnicodeDecodeError):
             doc = None
         if isinstance(doc, dict) and {"summary", "findings", "causes"} <= set(doc):
+            version = doc.get("schema_version", 1)
+            if version != report.SCHEMA_VERSION:
+                raise DiffError(
+                    f"{spec}: a --json result of report schema {version}; this forensics reads "
+                    f"schema {report.SCHEMA_VERSION}: scan its inputs again (or pass them instead)"
+                )
             return doc
     from forensics.pipeline import scan
-    from forensics.render import model
 
     result = scan([spec], rules_dirs, settings)
     if result.trajectories.is_empty() and not any(getattr(f, "note", None) for f in result.files):
@@ -40,7 +46,7 @@ def load_side(spec: str, rules_dirs: list[Path], settings: Settings) -> dict[str
             f"{r['source_path']}: {r['reason']}" for r in result.rejects.head(3).to_dicts()
         )
         raise DiffError(f"{spec}: no readable input ({reasons})")
-    return model.build(result)
+    return report.build(result)
 
 
 def _key(f: dict[str, Any]) -> tuple[str, str, int, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -14,36 +14,7 @@ from forensics import engine, enrich, ingest, schema
 from forensics.config import Settings
 from forensics.ingest.files import InputError
 from forensics.redact import redact_name, redact_table, redact_text
-
-
-@dataclass
-class ScanResult:
-    turns: pl.DataFrame
-    trajectories: pl.DataFrame
-    findings: pl.DataFrame
-    rejects: pl.DataFrame
-    files: list[ingest.FileReport]
-    skipped: list[tuple[str, str]]
-    rules: list[engine.Rule]
-    not_checked: dict[str, dict[str, list[str]]]
-    diagnosis: diagnose_mod.Diagnosis
-    _con: duckdb.DuckDBPyConnection | None = field(default=None, init=False, repr=False)
-
-    def connection(self) -> duckdb.DuckDBPyConnection:
-        """In-memory DuckDB with every table of schema.TABLES and the views of store.VIEWS."""
-        if self._con is None:
-            from forensics import store  # store builds on ScanResult: imported late, no cycle
-
-            self._con = duckdb.connect()
-            store.register(self._con, self)
-        return self._con
-
-    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
-        """Query the tables and views with DuckDB: `.pl()` or `.fetchall()` on the result.
-
-        One connection per scan, kept open, so relations stay valid after this returns.
-        """
-        return self.connection().sql(query)
+from forensics.result import ScanResult
 
 
 def scan(

@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 import duckdb
@@ -21,9 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forensics import schema
-
-if TYPE_CHECKING:
-    from forensics.pipeline import ScanResult
+from forensics.result import ScanResult, create_views, sql_string, tables
 
 BATCH_ROWS = 8192
 # Below this many runs one Parquet file per table is simplest to read; above it, one file per
@@ -39,126 +37,6 @@ class StoreError(Exception):
     """A database or query the user named that can not be used (exit code 2)."""
 
 
-# name -> (description, select). Views over the tables, in every store.
-VIEWS: dict[str, tuple[str, str]] = {
-    "rule_rates": (
-        "Per rule that fired, agent model and variant: the share of trajectories with the rule.",
-        """
-with t as (
-  select trajectory_id,
-         coalesce(agent_model, '(unknown)') as agent_model,
-         coalesce(variant, '(none)') as variant
-  from trajectories
-),
-groups as (select agent_model, variant, count(*) as trajectories from t group by all),
-hits as (
-  select distinct f.rule, t.agent_model, t.variant, f.trajectory_id
-  from findings f join t using (trajectory_id)
-)
-select r.rule, g.agent_model, g.variant, g.trajectories,
-       count(h.trajectory_id) as trajectories_with_rule,
-       round(count(h.trajectory_id) / g.trajectories, 4) as rate
-from (select distinct rule from findings) r
-cross join groups g
-left join hits h
-  on h.rule = r.rule and h.agent_model = g.agent_model and h.variant = g.variant
-group by r.rule, g.agent_model, g.variant, g.trajectories
-order by r.rule, g.agent_model, g.variant
-""",
-    ),
-    "trajectory_findings": (
-        "One row per trajectory: reward and its findings (count, high or critical, rules).",
-        """
-select t.trajectory_id, t.run_id, t.task_id, t.trial, t.variant, t.agent_model, t.reward,
-       t.turn_count,
-       count(f.finding_id) as findings,
-       count(f.finding_id) filter (where f.severity in ('high', 'critical')) as high_findings,
-       coalesce(list_sort(list_distinct(list(f.rule) filter (where f.rule is not null))),
-                []::varchar[]) as rules
-from trajectories t left join findings f using (trajectory_id)
-group by t.trajectory_id, t.run_id, t.task_id, t.trial, t.variant, t.agent_model, t.reward,
-         t.turn_count
-order by t.trajectory_id
-""",
-    ),
-    "rule_pairs": (
-        "Pairs of rules that fire in the same trajectory, and in how many trajectories.",
-        """
-with hits as (select distinct trajectory_id, rule from findings)
-select a.rule as rule_a, b.rule as rule_b, count(*) as trajectories
-from hits a join hits b on a.trajectory_id = b.trajectory_id and a.rule < b.rule
-group by a.rule, b.rule
-order by trajectories desc, rule_a, rule_b
-""",
-    ),
-}
-
-
-def causes_frame(result: ScanResult) -> pl.DataFrame:
-    rows = [
-        {
-            "rank": c.rank,
-            "cause": c.id,
-            "title": c.title,
-            "severity": c.severity,
-            "confidence": c.confidence,
-            "trajectories": c.trajectories,
-            "findings": c.turns,
-            "reward_lost": c.reward_lost,
-            "why_ranked": c.why_ranked,
-            "rules": c.rules,
-            "explains": c.explains,
-            "fixes": c.fixes,
-            "trajectory_ids": c.trajectory_ids,
-            "evidence": c.evidence,
-        }
-        for c in result.diagnosis.causes
-    ]
-    return pl.from_arrow(pa.Table.from_pylist(rows, schema=schema.CAUSES))  # type: ignore[return-value]
-
-
-def runs_frame(result: ScanResult) -> pl.DataFrame:
-    traj = (
-        result.trajectories.sort(["run_id", "source_path", "source_line"], nulls_last=True)
-        .group_by("run_id", maintain_order=True)
-        .agg(
-            pl.col("source_path").first(),
-            pl.col("source_format").first(),
-            pl.col("agent_model").drop_nulls().first(),
-            pl.col("user_model").drop_nulls().first(),
-            pl.col("variant").drop_nulls().first(),
-            pl.len().cast(pl.Int64).alias("trajectories"),
-            pl.col("reward").mean().alias("mean_reward"),
-        )
-    )
-    turns = result.turns.group_by("run_id").agg(pl.len().cast(pl.Int64).alias("turns"))
-    found = result.findings.group_by("run_id").agg(
-        pl.len().cast(pl.Int64).alias("findings"),
-        pl.col("trajectory_id").n_unique().cast(pl.Int64).alias("trajectories_with_findings"),
-    )
-    runs = (
-        traj.join(turns, on="run_id", how="left", nulls_equal=True)
-        .join(found, on="run_id", how="left", nulls_equal=True)
-        .with_columns(
-            pl.col("turns", "findings", "trajectories_with_findings").fill_null(0),
-        )
-    )
-    return runs.select(schema.RUNS.names)
-
-
-def tables(result: ScanResult) -> dict[str, pl.DataFrame]:
-    """Every table of schema.TABLES for this scan, in that order."""
-    frames = {
-        "turns": result.turns,
-        "trajectories": result.trajectories,
-        "findings": result.findings,
-        "rejects": result.rejects,
-        "causes": causes_frame(result),
-        "runs": runs_frame(result),
-    }
-    return {name: frames[name] for name in schema.TABLES}
-
-
 def _slices(frame: pl.DataFrame, target: pa.Schema, rows: int) -> Iterator[pa.Table]:
     frame = frame.select(target.names)
     for offset in range(0, frame.height, rows):
@@ -168,25 +46,6 @@ def _slices(frame: pl.DataFrame, target: pa.Schema, rows: int) -> Iterator[pa.Ta
 def _reader(frame: pl.DataFrame, target: pa.Schema, rows: int) -> pa.RecordBatchReader:
     batches = (b for t in _slices(frame, target, rows) for b in t.to_batches())
     return pa.RecordBatchReader.from_batches(target, batches)
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _create_views(con: duckdb.DuckDBPyConnection, temporary: bool) -> None:
-    kind = "temp view" if temporary else "view"
-    for name, (doc, select) in VIEWS.items():
-        con.execute(f"create or replace {kind} {name} as {select}")
-        if not temporary:
-            con.execute(f"comment on view {name} is {_sql_string(doc)}")
-
-
-def register(con: duckdb.DuckDBPyConnection, result: ScanResult) -> None:
-    """Every table and view of the scan, in memory, on con."""
-    for name, frame in tables(result).items():
-        con.register(name, frame.select(schema.TABLES[name].names).to_arrow())
-    _create_views(con, temporary=True)
 
 
 def write_duckdb(result: ScanResult, path: Path, rows: int = BATCH_ROWS) -> None:
@@ -210,8 +69,8 @@ def write_duckdb(result: ScanResult, path: Path, rows: int = BATCH_ROWS) -> None
                 con.unregister("_incoming")
                 for field in target:
                     doc = field.metadata[b"doc"].decode()
-                    con.execute(f'comment on column {name}."{field.name}" is {_sql_string(doc)}')
-            _create_views(con, temporary=False)
+                    con.execute(f'comment on column {name}."{field.name}" is {sql_string(doc)}')
+            create_views(con, temporary=False)
         finally:
             con.close()
         os.replace(tmp, path)

@@ -436,11 +436,15 @@ def test_cli_scan_of_a_capture_directory(tmp_path):
 # --- edges ------------------------------------------------------------------------------------
 
 
-def test_gemini_bodies_without_the_gemini_reader_are_rejected(monkeypatch):
-    monkeypatch.setattr(exchange, "_gemini", lambda: None)
+def test_an_api_is_read_only_through_its_registered_dialect(monkeypatch):
+    """A call is read by the dialect that claims it; without the Gemini dialect in the
+    registry, its calls are no LLM API calls (rejected with where they went), not misread."""
+    kept = [d for d in exchange.DIALECTS if d.name != "gemini"]
+    monkeypatch.setattr(exchange, "DIALECTS", kept)
     result = forensics.scan([str(CAPTURE / "real" / "extracted_interactions.subset.jsonl")])
     reasons = dict(zip(result.rejects["source_line"], result.rejects["reason"], strict=True))
-    assert reasons[5] == "gemini body: not supported"
+    assert reasons[5].startswith("not an LLM API call (POST https://")
+    assert ":generateContent" in reasons[5] or "generativelanguage" in reasons[5]
     assert reasons[4] == "not an LLM API call (POST https://oauth2.googleapis.com/token)"
     assert 5 not in set(result.turns["source_line"])
 

@@ -17,7 +17,7 @@ GEMINI = DATA / "gemini"
 SHARED_SDK = SHARED_REALDATA / "api" / "gemini" / "derived_google_genai_sdk_dumps.jsonl"
 
 
-def scan(name: str) -> forensics.pipeline.ScanResult:
+def scan(name: str) -> forensics.ScanResult:
     return forensics.scan([str(GEMINI / name)])
 
 

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 import forensics
-from forensics.render import html, model
+from forensics import report as model
+from forensics.render import html
 
 from conftest import SAMPLES
 
@@ -181,7 +182,7 @@ def page(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
     result = forensics.scan([str(SAMPLES / "output2.txt")])
     report = tmp / "report.html"
-    report.write_text(html.render(model.build(result), result), encoding="utf-8")
+    report.write_text(html.render(model.build(result, page=True)), encoding="utf-8")
     browser = Browser(executable, tmp / "profile")
     try:
         browser.open(report.as_uri())
@@ -290,7 +291,7 @@ def _open(tmp: Path, name: str, paths: list[Path]) -> Browser:
         pytest.skip("headless Chromium not found: install Debian's `chromium` package")
     result = forensics.scan([str(p) for p in paths])
     report = tmp / f"{name}.html"
-    report.write_text(html.render(model.build(result), result), encoding="utf-8")
+    report.write_text(html.render(model.build(result, page=True)), encoding="utf-8")
     browser = Browser(executable, tmp / f"profile-{name}")
     browser.open(report.as_uri())
     return browser

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import forensics
-from forensics.render import html, model
+from forensics import report as model
+from forensics.render import html
 
 from conftest import SAMPLES
 
@@ -56,10 +57,10 @@ def hostile_results(folder: Path) -> Path:
     return path
 
 
-def render_html(paths: list[Path]) -> tuple[str, dict, forensics.pipeline.ScanResult]:
+def render_html(paths: list[Path]) -> tuple[str, dict, forensics.ScanResult]:
     result = forensics.scan([str(p) for p in paths])
-    m = model.build(result)
-    return html.render(m, result), m, result
+    m = model.build(result, page=True)
+    return html.render(m), m, result
 
 
 class _Outline(HTMLParser):

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import forensics
+from forensics import result as result_mod
 from forensics import schema, store
 from forensics.cli import cli
 
@@ -67,7 +68,7 @@ def test_db_has_every_table_with_documented_columns_and_the_views(db, sample_sca
     }
     assert con.sql("select count(*) from findings").fetchall() == [(len(sample_scan.findings),)]
     doc = con.sql("select comment from duckdb_views() where view_name = 'rule_rates'").fetchall()
-    assert doc == [(store.VIEWS["rule_rates"][0],)]
+    assert doc == [(result_mod.VIEWS["rule_rates"][0],)]
     con.close()
 
 

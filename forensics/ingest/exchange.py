@@ -3,21 +3,21 @@
 Containers (JSONL pairs, OpenAI Batch, HAR, LiteLLM logs) only know where the request and the
 response are; this module knows what they say. The API is recognised from the URL path, else
 from the shape of the bodies (never from a file name): OpenAI Chat Completions and everything
-compatible, Anthropic Messages, OpenAI Responses, and Gemini (through `ingest.gemini`, when that
-module is installed).
+compatible, Anthropic Messages, OpenAI Responses and Gemini, each a `Dialect` in `DIALECTS`: a
+new API is one more entry, not another branch here.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from forensics.ingest import anthropic, openai_chat, openai_responses, requestinfo, sse
+from forensics.ingest import anthropic, gemini, openai_chat, openai_responses, requestinfo, sse
 from forensics.ingest.apicommon import as_dict, as_str, endpoint_of, error_text, without_query
 
 
@@ -61,13 +61,6 @@ class Call:
     # Digest of the request body's keys other than the conversation (requestinfo); linking
     # completes it into request_hash with the conversation digest it computes anyway.
     params_digest: bytes | None = None
-
-
-def _gemini() -> ModuleType | None:
-    try:
-        return importlib.import_module("forensics.ingest.gemini")
-    except ImportError:
-        return None
 
 
 def _decode(body: Any) -> tuple[str, Any]:
@@ -122,69 +115,6 @@ def _sse_payloads(text: str) -> tuple[list[dict[str, Any]], bool, int]:
     return payloads, done, bad
 
 
-def _api_from_url(url: str | None) -> str | None:
-    if not url:
-        return None
-    path = urlsplit(url).path.rstrip("/")
-    if path.endswith(("/chat/completions", "/completions")):
-        return "chat"
-    if path.endswith("/messages"):
-        return "anthropic"
-    if path.endswith("/responses"):
-        return "responses"
-    if ":generateContent" in path or ":streamGenerateContent" in path:
-        return "gemini"
-    return None
-
-
-def _api_from_response(kind: str, body: Any) -> str | None:
-    """The API a response body (kind json) or its stream chunks (chunks, sse) come from."""
-    if kind == "json":
-        if openai_chat.is_response(body):
-            return "chat"
-        if anthropic.is_response(body) or body.get("type") == "error":
-            return "anthropic"
-        if openai_responses.is_response(body):
-            return "responses"
-        if "candidates" in body or "promptFeedback" in body:
-            return "gemini"
-        gemini = _gemini()
-        return "gemini" if gemini is not None and gemini.is_response(body) else None
-    for chunk in body[:3]:
-        kind_of = chunk.get("type")
-        if isinstance(kind_of, str) and kind_of.startswith(("message_", "content_block_")):
-            return "anthropic"
-        if isinstance(kind_of, str) and kind_of.startswith("response."):
-            return "responses"
-        if "choices" in chunk:
-            return "chat"
-        if "candidates" in chunk or "promptFeedback" in chunk:
-            return "gemini"
-    return None
-
-
-_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
-
-
-def _api_from_request(body: Mapping[str, Any]) -> str | None:
-    if "contents" in body:
-        return "gemini"
-    if "input" in body and "messages" not in body:
-        return "responses"
-    if "messages" not in body:
-        return None
-    if "anthropic_version" in body or "system" in body:
-        return "anthropic"
-    for message in body.get("messages") or []:
-        for block in as_dict(message).get("content") or []:
-            if isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS:
-                return "anthropic"
-    return "chat"
-
-
-_MODULES = {"chat": openai_chat, "anthropic": anthropic, "responses": openai_responses}
-
-
 def _placeholder() -> dict[str, Any]:
     """The agent's turn of a call that returned no message: the failure is the turn."""
     return {
@@ -206,19 +136,30 @@ def build(ex: Exchange, line: int) -> Call:
     done, bad = False, 0
     if res_kind == "sse":
         payloads, done, bad = _sse_payloads(response)
-    api = _api_from_url(ex.url)
-    if api is None and res_kind in ("json", "chunks", "sse"):
-        api = _api_from_response(res_kind, payloads if res_kind == "sse" else response)
-    if api is None and request is not None:
-        api = _api_from_request(request)
-    if api is None:
+    chunks = payloads if res_kind == "sse" else response if res_kind == "chunks" else []
+    dialect = detect(ex.url, request, response if res_kind == "json" else None, chunks)
+    if dialect is None:
         where = " ".join(p for p in (ex.method, without_query(ex.url)) if p)
         raise NotACall(f"not an LLM API call{f' ({where})' if where else ''}")
-    if api == "gemini":
-        return _build_gemini(ex, line, request, res_kind, response)
-    module = _MODULES[api]
+    return dialect.build(ex, line, request, res_kind, response, payloads, done, bad)
+
+
+def _messages_api(
+    module: ModuleType,
+    ex: Exchange,
+    line: int,
+    request: Any,
+    res_kind: str,
+    response: Any,
+    payloads: list[dict[str, Any]],
+    done: bool,
+    bad: int,
+) -> Call:
+    """Chat Completions, Anthropic Messages and Responses: a module with request_messages,
+    request_fields, response_turn and stream_turn reads the bodies."""
+    api = module.__name__.rsplit(".", 1)[1]
     normalise = None
-    raw = request.get("messages") if api == "chat" and request is not None else None
+    raw = request.get("messages") if api == "openai_chat" and request is not None else None
     if isinstance(raw, list):
         messages = [m for m in raw if isinstance(m, dict)]
         normalise = openai_chat.request_message
@@ -235,7 +176,7 @@ def build(ex: Exchange, line: int) -> Call:
         output = _placeholder()
         errors.append(ex.transport_error or "no response (HTTP status 0)")
     elif res_kind == "sse":
-        if api == "chat":
+        if api == "openai_chat":
             output, got = openai_chat.stream_turn(payloads, done)
         else:
             output, got = module.stream_turn(payloads)
@@ -246,7 +187,7 @@ def build(ex: Exchange, line: int) -> Call:
     elif res_kind == "chunks":
         output, got = (
             openai_chat.stream_turn(response, False)
-            if api == "chat"
+            if api == "openai_chat"
             else module.stream_turn(response)
         )
         fields.update(got)
@@ -271,17 +212,23 @@ def build(ex: Exchange, line: int) -> Call:
     call = Call(line, messages, output, fields, failed=_failed(ex, output), normalise=normalise)
     if request is not None:
         call.params_digest = requestinfo.params_digest(request)
-    if api == "responses":
+    if api == "openai_responses":
         call.previous_response_id = as_str(as_dict(request).get("previous_response_id"))
         if res_kind == "json":
             call.response_id = as_str(response.get("id"))
     return call
 
 
-def _build_gemini(ex: Exchange, line: int, request: Any, res_kind: str, response: Any) -> Call:
-    gemini = _gemini()
-    if gemini is None:
-        raise NotACall("gemini body: not supported")
+def _gemini_api(
+    ex: Exchange,
+    line: int,
+    request: Any,
+    res_kind: str,
+    response: Any,
+    _payloads: list[dict[str, Any]],
+    _done: bool,
+    _bad: int,
+) -> Call:
     messages = gemini.request_messages(request) if request is not None else []
     output: dict[str, Any] | None = None
     if ex.transport_error is not None or ex.status == 0:
@@ -325,3 +272,99 @@ def _failed(ex: Exchange, output: dict[str, Any] | None) -> bool:
     if ex.status is not None and ex.status >= 400:
         return True
     return output is not None and output.get("placeholder") is True
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One API's way of spelling a call. An API is recognised from the URL path first, then
+    from a whole response body or from the first stream chunks, then from the request body;
+    each hook answers only for its own API, so the registry's order does not decide."""
+
+    name: str
+    claims_path: Callable[[str], bool]
+    claims_body: Callable[[Mapping[str, Any]], bool]
+    claims_chunk: Callable[[Mapping[str, Any]], bool]
+    claims_request: Callable[[Mapping[str, Any]], bool]
+    build: Callable[..., Call]
+
+
+_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+
+
+def _anthropic_request(body: Mapping[str, Any]) -> bool:
+    if "messages" not in body:
+        return False
+    if "anthropic_version" in body or "system" in body:
+        return True
+    return any(
+        isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS
+        for message in body.get("messages") or []
+        for block in as_dict(message).get("content") or []
+    )
+
+
+def _type_starts(chunk: Mapping[str, Any], *prefixes: str) -> bool:
+    kind = chunk.get("type")
+    return isinstance(kind, str) and kind.startswith(prefixes)
+
+
+def _gemini_body(body: Mapping[str, Any]) -> bool:
+    return "candidates" in body or "promptFeedback" in body or gemini.is_response(body)
+
+
+DIALECTS: list[Dialect] = [
+    Dialect(
+        "openai-chat",
+        lambda path: path.endswith(("/chat/completions", "/completions")),
+        openai_chat.is_response,
+        lambda chunk: "choices" in chunk,
+        lambda body: "messages" in body and not _anthropic_request(body),
+        partial(_messages_api, openai_chat),
+    ),
+    Dialect(
+        "anthropic-messages",
+        lambda path: path.endswith("/messages"),
+        lambda body: anthropic.is_response(body) or body.get("type") == "error",
+        lambda chunk: _type_starts(chunk, "message_", "content_block_"),
+        _anthropic_request,
+        partial(_messages_api, anthropic),
+    ),
+    Dialect(
+        "openai-responses",
+        lambda path: path.endswith("/responses"),
+        openai_responses.is_response,
+        lambda chunk: _type_starts(chunk, "response."),
+        lambda body: "input" in body and "messages" not in body,
+        partial(_messages_api, openai_responses),
+    ),
+    Dialect(
+        "gemini",
+        lambda path: ":generateContent" in path or ":streamGenerateContent" in path,
+        _gemini_body,
+        lambda chunk: "candidates" in chunk or "promptFeedback" in chunk,
+        lambda body: "contents" in body,
+        _gemini_api,
+    ),
+]
+
+
+def detect(
+    url: str | None,
+    request: Mapping[str, Any] | None,
+    body: Mapping[str, Any] | None,
+    chunks: list[dict[str, Any]],
+) -> Dialect | None:
+    """The dialect of a call: from its URL path, its response, its request, in that order."""
+    path = urlsplit(url).path.rstrip("/") if url else ""
+    tests: list[Callable[[Dialect], bool]] = []
+    if path:
+        tests.append(lambda d: d.claims_path(path))
+    if body is not None:
+        tests.append(lambda d: d.claims_body(body))
+    tests += [lambda d, c=chunk: d.claims_chunk(c) for chunk in chunks[:3]]
+    if request is not None:
+        tests.append(lambda d: d.claims_request(request))
+    return next((d for test in tests for d in DIALECTS if test(d)), None)

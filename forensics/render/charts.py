@@ -14,11 +14,8 @@ from typing import Any
 import polars as pl
 from markupsafe import Markup, escape
 
-from forensics.facts import CHARS_PER_TOKEN
-from forensics.pipeline import ScanResult
+from forensics.report_types import LENGTH_COLUMNS
 
-# The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml).
-TRUNCATION_CAUSE = "truncated-output"
 ACTOR_COLOURS = {
     "agent": "#3f6ad8",
     "user_sim": "#2e9d4f",
@@ -81,50 +78,21 @@ class Chart:
 # --- output length per turn against the cap
 
 
-def output_lengths(result: ScanResult) -> Chart | None:
+def output_lengths(data: dict[str, Any] | None) -> Chart | None:
     """Model-written turns per actor and model, sorted by length, against the output cap.
 
     Sorted ascending, a fixed cap shows as a flat plateau where the longest turns all stop at
     the same length: the wall. Without token counts the length is content + reasoning chars,
     and the cap is drawn at ~4 chars per token.
     """
-    turns = result.turns.filter((pl.col("role") == "assistant") | (pl.col("actor") == "user_sim"))
-    if turns.is_empty():
+    if not data:
         return None
-    by_tokens = turns["output_tokens"].drop_nulls().len() > 0
-    cut_rules = {r.id for r in result.rules if r.cause == TRUNCATION_CAUSE}
-    cut_keys = set(
-        result.findings.filter(pl.col("rule").is_in(list(cut_rules)))
-        .select(pl.col("trajectory_id") + "#" + pl.col("turn_index").cast(pl.String))
-        .to_series()
-        .to_list()
-    )
-    # Without counts, what the model wrote: content, separate reasoning and tool-call arguments.
-    args = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments").str.len_chars())
-    length = (
-        pl.col("output_tokens")
-        if by_tokens
-        else pl.col("content_chars").fill_null(0)
-        + pl.col("reasoning").str.len_chars().fill_null(0)
-        + args.list.sum().fill_null(0)
-    )
-    scale = 1.0 if by_tokens else CHARS_PER_TOKEN
-    data = turns.select(
-        pl.col("actor").fill_null("?"),
-        pl.col("model").fill_null("model unknown"),
-        length.alias("length"),
-        (pl.col("max_output_tokens") * scale).alias("cap_y"),
-        pl.col("max_output_tokens").alias("cap"),
-        pl.col("turn_key").is_in(list(cut_keys)).alias("cut"),
-    ).drop_nulls("length")
-    if data.is_empty():
-        return None
+    by_tokens = data["by_tokens"]
     unit = "output tokens" if by_tokens else "chars"
     groups = [
-        (str(actor), str(model), g.sort(["length", "cut", "cap_y"], nulls_last=True))
-        for (actor, model), g in data.group_by(["actor", "model"])
+        (g["actor"], g["model"], pl.DataFrame(g["turns"], schema=LENGTH_COLUMNS, orient="row"))
+        for g in data["groups"]
     ]
-    groups.sort(key=lambda x: (-int(x[2]["cut"].sum()), -x[2].height, x[0], x[1]))
     shown = groups[:MAX_PANELS]
     cols = 1 if len(shown) == 1 else 2
     pw, ph, gap = (WIDTH if cols == 1 else (WIDTH - 20) // 2), 170, 20

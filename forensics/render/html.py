@@ -17,22 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import polars as pl
 from markupsafe import Markup, escape
 
 from forensics import markers
-from forensics.pipeline import ScanResult
 from forensics.render import charts
 
 PAGE_SIZE = 20
-TURN_CHARS = 4000  # per turn text in the data island, before the budget shrinks it
-MIN_TURN_CHARS = 400
-FLAGGED_TURN_CHARS = 2000  # turns with findings keep at least this much: they are the evidence
-SYSTEM_CHARS = 20000
-ARG_CHARS = 2000
-# Total text the data island may carry (~ this many bytes): beyond it every turn is clipped
-# shorter, head and tail kept, so a scan of thousands of trajectories stays openable.
-DATA_BUDGET_CHARS = 24_000_000
 MAX_REJECT_ROWS = 500
 
 # Markup worth seeing at a glance in model text: reasoning tags (markers.py) and the tool-call
@@ -129,167 +119,6 @@ def json_island(data: Any) -> Markup:
     return Markup(text)
 
 
-def _clip(text: str | None, limit: int) -> dict[str, Any]:
-    """Head and tail of a long text: a cut-off turn shows how it began and where it stopped."""
-    if not text:
-        return {}
-    if len(text) <= limit:
-        return {"t": text}
-    head = limit * 3 // 5
-    return {"t": text[:head], "t2": text[len(text) - (limit - head) :], "n": len(text)}
-
-
-def _turn_limit(n_turns: int) -> int:
-    if not n_turns:
-        return TURN_CHARS
-    return max(MIN_TURN_CHARS, min(TURN_CHARS, DATA_BUDGET_CHARS // n_turns))
-
-
-def explorer_data(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
-    """Everything the explorer shows, compact: one entry per trajectory, turns inside.
-
-    Trajectories come most findings first; `k` (1-based position) is the handle the page's
-    links use (#traj-K, #turn-K-I).
-    """
-    rules = [
-        {"id": r["id"], "title": r["title"], "severity": r["severity"]} for r in model["rules"]
-    ]
-    rule_ix = {r["id"]: i for i, r in enumerate(rules)}
-    for rid in sorted(set(result.findings["rule"].to_list()) - set(rule_ix)):
-        rule_ix[rid] = len(rules)
-        rules.append({"id": rid, "title": rid, "severity": "info"})
-    causes = [{"id": c["id"], "rank": c["rank"], "title": c["title"]} for c in model["causes"]]
-    cause_of: dict[str, list[int]] = {}
-    for i, c in enumerate(model["causes"]):
-        for tid in c["trajectory_ids"]:
-            cause_of.setdefault(tid, []).append(i)
-    variants = [
-        {"variant": v["variant"], "agent_model": v["agent_model"]}
-        for v in model["summary"]["by_variant"]
-    ]
-    variant_ix = {(v["variant"], v["agent_model"]): i for i, v in enumerate(variants)}
-
-    marks: dict[tuple[str, int], list[list[Any]]] = {}
-    counts: dict[str, int] = {}
-    rules_of: dict[str, set[int]] = {}
-    for tid, idx, rule, message in result.findings.select(
-        "trajectory_id", "turn_index", "rule", "message"
-    ).iter_rows():
-        marks.setdefault((tid, idx), []).append([rule_ix[rule], message])
-        counts[tid] = counts.get(tid, 0) + 1
-        rules_of.setdefault(tid, set()).add(rule_ix[rule])
-
-    paths: dict[str, int] = {}
-    strings: dict[str, int] = {}
-
-    def path_ix(p: str | None) -> int | None:
-        if p is None:
-            return None
-        return paths.setdefault(p, len(paths))
-
-    limit = _turn_limit(result.turns.height)
-    turns = result.turns.sort(["trajectory_id", "turn_index"])
-    by_traj: dict[str, list[dict[str, Any]]] = {}
-    for u in turns.select(
-        "trajectory_id",
-        "turn_index",
-        "role",
-        "actor",
-        "content",
-        "reasoning",
-        "tool_calls",
-        "finish_reason",
-        "finish_reason_raw",
-        "input_tokens",
-        "output_tokens",
-        "reasoning_tokens",
-        "max_output_tokens",
-        "model",
-        "http_status",
-        "error",
-        "source_path",
-        "source_line",
-    ).iter_rows(named=True):
-        f = marks.get((u["trajectory_id"], u["turn_index"]), [])
-        row: dict[str, Any] = {
-            "i": u["turn_index"],
-            "role": u["role"],
-            "actor": u["actor"],
-            "p": path_ix(u["source_path"]),
-            "l": u["source_line"],
-        }
-        if u["role"] == "system" and u["content"]:
-            row["s"] = strings.setdefault(u["content"][:SYSTEM_CHARS], len(strings))
-            row["sn"] = len(u["content"])
-        else:
-            if c := _clip(u["content"], max(limit, FLAGGED_TURN_CHARS) if f else limit):
-                row["c"] = c
-            if r := _clip(u["reasoning"], max(limit, FLAGGED_TURN_CHARS) if f else limit):
-                row["r"] = r
-        if u["tool_calls"]:
-            row["tc"] = [
-                [call["name"], (call["arguments"] or "")[:ARG_CHARS]] for call in u["tool_calls"]
-            ]
-        if u["finish_reason"] or u["finish_reason_raw"]:
-            row["fr"] = u["finish_reason"]
-            if u["finish_reason_raw"] and u["finish_reason_raw"] != u["finish_reason"]:
-                row["frr"] = u["finish_reason_raw"]
-        tokens = [u[k] for k in ("input_tokens", "output_tokens", "reasoning_tokens")]
-        if any(t is not None for t in tokens):
-            row["tk"] = tokens
-        if u["max_output_tokens"] is not None:
-            row["cap"] = u["max_output_tokens"]
-        if u["model"]:
-            row["m"] = u["model"]
-        if u["http_status"] is not None:
-            row["hs"] = u["http_status"]
-        if u["error"]:
-            row["e"] = u["error"][:ARG_CHARS]
-        if f:
-            row["f"] = f
-        by_traj.setdefault(u["trajectory_id"], []).append(row)
-
-    trajs = result.trajectories.with_columns(
-        pl.col("trajectory_id").replace_strict(counts, default=0, return_dtype=pl.Int64).alias("_n")
-    ).sort(["_n", "trajectory_id"], descending=[True, False])
-    out = []
-    for k, t in enumerate(trajs.iter_rows(named=True), 1):
-        tid = t["trajectory_id"]
-        out.append(
-            {
-                "k": k,
-                "id": tid,
-                "run": t["run_id"],
-                "task": t["task_id"],
-                "trial": t["trial"],
-                "variant": t["variant"],
-                "am": t["agent_model"],
-                "um": t["user_model"],
-                "reward": t["reward"],
-                "term": t["termination_reason"],
-                "err": (t["error"] or "")[:ARG_CHARS] or None,
-                "p": path_ix(t["source_path"]),
-                "l": t["source_line"],
-                "nf": counts.get(tid, 0),
-                "rules": sorted(rules_of.get(tid, ())),
-                "causes": cause_of.get(tid, []),
-                "vi": variant_ix.get((t["variant"] or "(none)", t["agent_model"] or "?")),
-                "turns": by_traj.get(tid, []),
-            }
-        )
-    return {
-        "rules": rules,
-        "causes": causes,
-        "variants": variants,
-        "paths": list(paths),
-        "strings": list(strings),
-        "markup": MARKUP_SOURCE,
-        "page_size": PAGE_SIZE,
-        "turn_chars": limit,
-        "trajectories": out,
-    }
-
-
 def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
@@ -301,7 +130,7 @@ def _version() -> str:
         return "dev"
 
 
-def render(model: dict[str, Any], result: ScanResult, templates: Path | None = None) -> str:
+def render(model: dict[str, Any], templates: Path | None = None) -> str:
     """The report page for a scan: one file, no network, one hashed inline script."""
     folder = templates or default_reports_dir()
     env = jinja2.Environment(
@@ -317,7 +146,7 @@ def render(model: dict[str, Any], result: ScanResult, templates: Path | None = N
     script = (folder / "explorer.js").read_text(encoding="utf-8")
     if re.search(r"</script|<!--", script, re.IGNORECASE):
         raise ValueError("explorer.js must not contain '</script' or '<!--'")
-    data = explorer_data(result, model)
+    data = model["page"]["explorer"] | {"markup": MARKUP_SOURCE, "page_size": PAGE_SIZE}
     handle = {t["id"]: t["k"] for t in data["trajectories"]}
     turn_rows = {
         t["id"]: [
@@ -332,7 +161,11 @@ def render(model: dict[str, Any], result: ScanResult, templates: Path | None = N
         for t in data["trajectories"][: charts.MAX_TIMELINE_ROWS]
     }
     figures = [
-        ("lengths", "Output length per turn against the cap", charts.output_lengths(result)),
+        (
+            "lengths",
+            "Output length per turn against the cap",
+            charts.output_lengths(model["page"]["output_lengths"]),
+        ),
         ("per-rule", "Findings per rule", charts.findings_per_rule(model)),
         (
             "per-variant",

@@ -7,4 +7,6 @@ from typing import Any
 
 
 def render(model: dict[str, Any]) -> str:
-    return json.dumps(model, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    # "page" is what only the HTML page shows (every turn's text): not part of the result.
+    result = {k: v for k, v in model.items() if k != "page"}
+    return json.dumps(result, indent=2, ensure_ascii=False, sort_keys=False) + "\n"

@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
-from forensics.schema import DOC_SECTIONS
-
-if TYPE_CHECKING:
-    from forensics.engine import Rule
 from forensics.render.paths import relative
+from forensics.report_types import Report, RuleEntry
+from forensics.schema import DOC_SECTIONS
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -55,8 +53,8 @@ def _pascal(rule_id: str) -> str:
     return "".join(part.capitalize() for part in rule_id.replace("_", "-").split("-"))
 
 
-def _descriptor(rule: Rule) -> dict[str, Any]:
-    sections = [(SECTION_TITLES[s], rule.docs.get(s, "")) for s in DOC_SECTIONS]
+def _descriptor(rule: RuleEntry) -> dict[str, Any]:
+    sections = [(SECTION_TITLES[s], rule["docs"].get(s, "")) for s in DOC_SECTIONS]
     sections = [(title, body) for title, body in sections if body]
     text = "\n\n".join(f"{title}: {body}" for title, body in sections)
     markdown = "\n\n".join(
@@ -64,17 +62,17 @@ def _descriptor(rule: Rule) -> dict[str, Any]:
         for title, body in sections
     )
     return {
-        "id": rule.id,
-        "name": _pascal(rule.id),
-        "shortDescription": {"text": rule.title},
-        "fullDescription": {"text": rule.summary},
-        "help": {"text": text or rule.summary, "markdown": markdown or rule.summary},
-        "defaultConfiguration": {"level": LEVELS[rule.severity]},
+        "id": rule["id"],
+        "name": _pascal(rule["id"]),
+        "shortDescription": {"text": rule["title"]},
+        "fullDescription": {"text": rule["summary"]},
+        "help": {"text": text or rule["summary"], "markdown": markdown or rule["summary"]},
+        "defaultConfiguration": {"level": LEVELS[rule["severity"]]},
         "properties": {
-            "tags": ["forensics", rule.cause, rule.confidence],
-            "precision": PRECISION.get(rule.confidence, "medium"),
-            "severity": rule.severity,
-            "cause": rule.cause,
+            "tags": ["forensics", rule["cause"], rule["confidence"]],
+            "precision": PRECISION.get(rule["confidence"], "medium"),
+            "severity": rule["severity"],
+            "cause": rule["cause"],
         },
     }
 
@@ -145,15 +143,15 @@ def _notifications(model: dict[str, Any], index: dict[str, int], base: Path) -> 
 
 
 def render(
-    model: dict[str, Any],
-    rules: list[Rule],
+    model: Report,
     base: Path,
     version: str,
     new: set[str] | None = None,
 ) -> str:
     """The SARIF log as JSON text. base: directory paths are made relative to (the scan's
     working directory); new: with a baseline, the ids of new findings (sets baselineState)."""
-    index = {r.id: i for i, r in enumerate(rules)}
+    rules = model["rules"]
+    index = {r["id"]: i for i, r in enumerate(rules)}
     run: dict[str, Any] = {
         "tool": {
             "driver": {

@@ -1,4 +1,8 @@
-"""The report model: everything a renderer shows, as plain data, in a stable order."""
+"""The report model: everything a renderer shows, decided here, as plain data in a stable order.
+
+Diagnosis decides what a reader is told; this module lays it out (report_types.Report) with the
+numbers, excerpts and page data the renderers need, so no renderer reads a table or re-decides.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,24 @@ from typing import Any
 
 import polars as pl
 
-from forensics.facts import TOOL_CALL_PARSERS
-from forensics.pipeline import ScanResult
+from forensics.facts import CHARS_PER_TOKEN, TOOL_CALL_PARSERS
+from forensics.report_types import LENGTH_COLUMNS, Finding, Report
+from forensics.result import ScanResult
 
+# Version of the report model (and so of --json): bumped when a key changes meaning or goes.
+SCHEMA_VERSION = 2
 EXCERPT_CHARS = 600
+# The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml):
+# its turns are drawn red in the output-length chart.
+TRUNCATION_CAUSE = "truncated-output"
+TURN_CHARS = 4000  # per turn text in the data island, before the budget shrinks it
+MIN_TURN_CHARS = 400
+FLAGGED_TURN_CHARS = 2000  # turns with findings keep at least this much: they are the evidence
+SYSTEM_CHARS = 20000
+ARG_CHARS = 2000
+# Total text the data island may carry (~ this many bytes): beyond it every turn is clipped
+# shorter, head and tail kept, so a scan of thousands of trajectories stays openable.
+DATA_BUDGET_CHARS = 24_000_000
 # Opening of an evidence turn shown before the rule's excerpt (which is usually the turn's end):
 # together they show e.g. the `<think>` that opened and the sentence that was cut off.
 HEAD_CHARS = 220
@@ -28,7 +46,7 @@ PARAMETERS = [
 ]
 
 
-def _finding(row: dict[str, Any]) -> dict[str, Any]:
+def _finding(row: dict[str, Any]) -> Finding:
     return {
         "id": row["finding_id"],
         "rule": row["rule"],
@@ -193,7 +211,220 @@ def _checks(
     return checks
 
 
-def build(result: ScanResult) -> dict[str, Any]:
+def _clip(text: str | None, limit: int) -> dict[str, Any]:
+    """Head and tail of a long text: a cut-off turn shows how it began and where it stopped."""
+    if not text:
+        return {}
+    if len(text) <= limit:
+        return {"t": text}
+    head = limit * 3 // 5
+    return {"t": text[:head], "t2": text[len(text) - (limit - head) :], "n": len(text)}
+
+
+def _turn_limit(n_turns: int) -> int:
+    if not n_turns:
+        return TURN_CHARS
+    return max(MIN_TURN_CHARS, min(TURN_CHARS, DATA_BUDGET_CHARS // n_turns))
+
+
+def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
+    """Everything the explorer shows, compact: one entry per trajectory, turns inside.
+
+    Trajectories come most findings first; `k` (1-based position) is the handle the page's
+    links use (#traj-K, #turn-K-I).
+    """
+    rules = [
+        {"id": r["id"], "title": r["title"], "severity": r["severity"]} for r in model["rules"]
+    ]
+    rule_ix = {r["id"]: i for i, r in enumerate(rules)}
+    for rid in sorted(set(result.findings["rule"].to_list()) - set(rule_ix)):
+        rule_ix[rid] = len(rules)
+        rules.append({"id": rid, "title": rid, "severity": "info"})
+    causes = [{"id": c["id"], "rank": c["rank"], "title": c["title"]} for c in model["causes"]]
+    cause_of: dict[str, list[int]] = {}
+    for i, c in enumerate(model["causes"]):
+        for tid in c["trajectory_ids"]:
+            cause_of.setdefault(tid, []).append(i)
+    variants = [
+        {"variant": v["variant"], "agent_model": v["agent_model"]}
+        for v in model["summary"]["by_variant"]
+    ]
+    variant_ix = {(v["variant"], v["agent_model"]): i for i, v in enumerate(variants)}
+
+    marks: dict[tuple[str, int], list[list[Any]]] = {}
+    counts: dict[str, int] = {}
+    rules_of: dict[str, set[int]] = {}
+    for tid, idx, rule, message in result.findings.select(
+        "trajectory_id", "turn_index", "rule", "message"
+    ).iter_rows():
+        marks.setdefault((tid, idx), []).append([rule_ix[rule], message])
+        counts[tid] = counts.get(tid, 0) + 1
+        rules_of.setdefault(tid, set()).add(rule_ix[rule])
+
+    paths: dict[str, int] = {}
+    strings: dict[str, int] = {}
+
+    def path_ix(p: str | None) -> int | None:
+        if p is None:
+            return None
+        return paths.setdefault(p, len(paths))
+
+    limit = _turn_limit(result.turns.height)
+    turns = result.turns.sort(["trajectory_id", "turn_index"])
+    by_traj: dict[str, list[dict[str, Any]]] = {}
+    for u in turns.select(
+        "trajectory_id",
+        "turn_index",
+        "role",
+        "actor",
+        "content",
+        "reasoning",
+        "tool_calls",
+        "finish_reason",
+        "finish_reason_raw",
+        "input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "max_output_tokens",
+        "model",
+        "http_status",
+        "error",
+        "source_path",
+        "source_line",
+    ).iter_rows(named=True):
+        f = marks.get((u["trajectory_id"], u["turn_index"]), [])
+        row: dict[str, Any] = {
+            "i": u["turn_index"],
+            "role": u["role"],
+            "actor": u["actor"],
+            "p": path_ix(u["source_path"]),
+            "l": u["source_line"],
+        }
+        if u["role"] == "system" and u["content"]:
+            row["s"] = strings.setdefault(u["content"][:SYSTEM_CHARS], len(strings))
+            row["sn"] = len(u["content"])
+        else:
+            if c := _clip(u["content"], max(limit, FLAGGED_TURN_CHARS) if f else limit):
+                row["c"] = c
+            if r := _clip(u["reasoning"], max(limit, FLAGGED_TURN_CHARS) if f else limit):
+                row["r"] = r
+        if u["tool_calls"]:
+            row["tc"] = [
+                [call["name"], (call["arguments"] or "")[:ARG_CHARS]] for call in u["tool_calls"]
+            ]
+        if u["finish_reason"] or u["finish_reason_raw"]:
+            row["fr"] = u["finish_reason"]
+            if u["finish_reason_raw"] and u["finish_reason_raw"] != u["finish_reason"]:
+                row["frr"] = u["finish_reason_raw"]
+        tokens = [u[k] for k in ("input_tokens", "output_tokens", "reasoning_tokens")]
+        if any(t is not None for t in tokens):
+            row["tk"] = tokens
+        if u["max_output_tokens"] is not None:
+            row["cap"] = u["max_output_tokens"]
+        if u["model"]:
+            row["m"] = u["model"]
+        if u["http_status"] is not None:
+            row["hs"] = u["http_status"]
+        if u["error"]:
+            row["e"] = u["error"][:ARG_CHARS]
+        if f:
+            row["f"] = f
+        by_traj.setdefault(u["trajectory_id"], []).append(row)
+
+    trajs = result.trajectories.with_columns(
+        pl.col("trajectory_id").replace_strict(counts, default=0, return_dtype=pl.Int64).alias("_n")
+    ).sort(["_n", "trajectory_id"], descending=[True, False])
+    out = []
+    for k, t in enumerate(trajs.iter_rows(named=True), 1):
+        tid = t["trajectory_id"]
+        out.append(
+            {
+                "k": k,
+                "id": tid,
+                "run": t["run_id"],
+                "task": t["task_id"],
+                "trial": t["trial"],
+                "variant": t["variant"],
+                "am": t["agent_model"],
+                "um": t["user_model"],
+                "reward": t["reward"],
+                "term": t["termination_reason"],
+                "err": (t["error"] or "")[:ARG_CHARS] or None,
+                "p": path_ix(t["source_path"]),
+                "l": t["source_line"],
+                "nf": counts.get(tid, 0),
+                "rules": sorted(rules_of.get(tid, ())),
+                "causes": cause_of.get(tid, []),
+                "vi": variant_ix.get((t["variant"] or "(none)", t["agent_model"] or "?")),
+                "turns": by_traj.get(tid, []),
+            }
+        )
+    return {
+        "rules": rules,
+        "causes": causes,
+        "variants": variants,
+        "paths": list(paths),
+        "strings": list(strings),
+        "turn_chars": limit,
+        "trajectories": out,
+    }
+
+
+def _output_lengths(result: ScanResult) -> dict[str, Any] | None:
+    """Model-written turns per actor and model, sorted by length, against the output cap.
+
+    Sorted ascending, a fixed cap shows as a flat plateau where the longest turns all stop at
+    the same length: the wall. Without token counts the length is content + reasoning chars,
+    and the cap is drawn at ~4 chars per token.
+    """
+    turns = result.turns.filter((pl.col("role") == "assistant") | (pl.col("actor") == "user_sim"))
+    if turns.is_empty():
+        return None
+    by_tokens = turns["output_tokens"].drop_nulls().len() > 0
+    cut_rules = {r.id for r in result.rules if r.cause == TRUNCATION_CAUSE}
+    cut_keys = set(
+        result.findings.filter(pl.col("rule").is_in(list(cut_rules)))
+        .select(pl.col("trajectory_id") + "#" + pl.col("turn_index").cast(pl.String))
+        .to_series()
+        .to_list()
+    )
+    # Without counts, what the model wrote: content, separate reasoning and tool-call arguments.
+    args = pl.col("tool_calls").list.eval(pl.element().struct.field("arguments").str.len_chars())
+    length = (
+        pl.col("output_tokens")
+        if by_tokens
+        else pl.col("content_chars").fill_null(0)
+        + pl.col("reasoning").str.len_chars().fill_null(0)
+        + args.list.sum().fill_null(0)
+    )
+    scale = 1.0 if by_tokens else CHARS_PER_TOKEN
+    data = turns.select(
+        pl.col("actor").fill_null("?"),
+        pl.col("model").fill_null("model unknown"),
+        length.alias("length"),
+        (pl.col("max_output_tokens") * scale).alias("cap_y"),
+        pl.col("max_output_tokens").alias("cap"),
+        pl.col("turn_key").is_in(list(cut_keys)).alias("cut"),
+    ).drop_nulls("length")
+    if data.is_empty():
+        return None
+    groups = [
+        (str(actor), str(model), g.sort(["length", "cut", "cap_y"], nulls_last=True))
+        for (actor, model), g in data.group_by(["actor", "model"])
+    ]
+    groups.sort(key=lambda x: (-int(x[2]["cut"].sum()), -x[2].height, x[0], x[1]))
+    return {
+        "by_tokens": by_tokens,
+        "groups": [
+            {"actor": actor, "model": model, "turns": g.select(LENGTH_COLUMNS).rows()}
+            for actor, model, g in groups
+        ],
+    }
+
+
+def build(result: ScanResult, *, page: bool = False) -> Report:
+    """The report model of a scan. page: also what only the HTML page shows (the explorer's
+    turns and the output-length chart), under "page", which the JSON output leaves out."""
     findings = [_finding(r) for r in result.findings.iter_rows(named=True)]
     by_id = {f["id"]: f for f in findings}
     evidence_ids = {i for c in result.diagnosis.causes for i in c.evidence}
@@ -277,7 +508,8 @@ def build(result: ScanResult) -> dict[str, Any]:
             "share": first["share"],
             "reward_lost_share": first["reward_lost_share"],
         }
-    return {
+    model: Report = {
+        "schema_version": SCHEMA_VERSION,
         "summary": {
             "files": len(result.files),
             "skipped": len(result.skipped),
@@ -324,10 +556,18 @@ def build(result: ScanResult) -> dict[str, Any]:
                 "severity": r.severity,
                 "confidence": r.confidence,
                 "summary": r.summary,
+                "cause": r.cause,
+                "docs": r.docs,
             }
             for r in result.rules
         ],
     }
+    if page:
+        model["page"] = {
+            "explorer": explorer(result, model),
+            "output_lengths": _output_lengths(result),
+        }
+    return model
 
 
 def _trajectory_rows(result: ScanResult) -> list[dict[str, Any]]:

@@ -1,0 +1,148 @@
+"""The report model's shape: what every renderer, `--json` and `forensics diff` read.
+
+TypedDicts rather than dataclasses: the model is plain data that goes to JSON as it is, and
+renderers and templates index it by key. `schema_version` (report.SCHEMA_VERSION) changes when
+a key changes meaning or goes away; `diff` refuses a --json result of another version.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class Source(TypedDict):
+    path: str | None
+    line: int | None
+
+
+class Finding(TypedDict):
+    id: str
+    rule: str
+    severity: str
+    confidence: str
+    cause: str
+    trajectory_id: str
+    task_id: str | None
+    trial: int | None
+    turn_index: int | None
+    role: str | None
+    actor: str | None
+    source: Source
+    message: str
+    evidence: str | None
+
+
+class Fix(TypedDict):
+    rank: int
+    action: str
+    detail: str
+
+
+class Cause(TypedDict):
+    rank: int
+    id: str
+    title: str
+    rules: list[str]
+    trajectories: int
+    findings: int
+    reward_lost: float
+    severity: str
+    confidence: str
+    why_ranked: str
+    explains: list[dict[str, Any]]
+    fixes: list[Fix]
+    evidence: list[dict[str, Any]]
+    share: float
+    reward_lost_share: float
+    trajectory_ids: list[str]
+    validate: str
+    rules_to_zero: list[str]
+    explains_detail: list[dict[str, Any]]
+    parameters: dict[str, Any]
+
+
+class Summary(TypedDict):
+    files: int
+    skipped: int
+    files_by_format: dict[str, int]
+    trajectories: int
+    turns: int
+    findings: int
+    rejects: int
+    mean_reward: float | None
+    findings_by_rule: dict[str, int]
+    reward_by_variant: list[dict[str, Any]]
+    reward_lost: float
+    scored: int
+    trajectories_with_findings: int
+    by_variant: list[dict[str, Any]]
+
+
+class Trajectory(TypedDict):
+    trajectory_id: str
+    run_id: str
+    task_id: str | None
+    trial: int | None
+    reward: float | None
+    termination_reason: str | None
+    variant: str | None
+    agent_model: str | None
+    turn_count: int
+    source: Source
+
+
+class FileEntry(TypedDict):
+    path: str
+    format: str | None
+    detected_because: str
+    records: int
+    note: str | None
+
+
+class Skipped(TypedDict):
+    path: str
+    reason: str
+
+
+class RuleEntry(TypedDict):
+    id: str
+    title: str
+    severity: str
+    confidence: str
+    summary: str
+    cause: str
+    docs: dict[str, str]  # schema.DOC_SECTIONS -> text
+
+
+# A turn of page.output_lengths.groups[].turns, in this order.
+LENGTH_COLUMNS = ["length", "cut", "cap_y", "cap"]
+
+
+class Page(TypedDict):
+    """What only the HTML page shows; the JSON output leaves it out."""
+
+    explorer: dict[str, Any]
+    output_lengths: dict[str, Any] | None
+
+
+class Report(TypedDict):
+    schema_version: int
+    summary: Summary
+    primary: dict[str, Any] | None
+    verdict: str
+    causes: list[Cause]
+    keep: list[str]
+    validation: list[str]
+    fix_plan: list[dict[str, Any]]
+    parameters: list[dict[str, Any]]
+    validation_checks: list[dict[str, Any]]
+    findings: list[Finding]
+    trajectories: list[Trajectory]
+    rejects: list[dict[str, Any]]
+    files: list[FileEntry]
+    skipped: list[Skipped]
+    not_checked: list[dict[str, Any]]
+    rules: list[RuleEntry]
+    # Set by the command line once the gate has judged the scan.
+    gate: NotRequired[dict[str, Any]]
+    page: NotRequired[Page]

@@ -1,0 +1,58 @@
+"""The pipeline flows one way, enforced here rather than by review; the report model is
+versioned, and `diff` reads only its own version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from forensics import report
+from forensics.cli import cli
+
+from conftest import ROOT, SAMPLES
+
+
+def test_import_contracts_hold():
+    """[tool.importlinter] in pyproject.toml: stages import only downstream-to-upstream, and
+    renderers import nothing that reads tables or decides."""
+    lint = shutil.which("lint-imports", path=str(ROOT / ".venv" / "bin")) or shutil.which(
+        "lint-imports"
+    )
+    command = [lint] if lint else [sys.executable, "-m", "importlinter.cli"]
+    done = subprocess.run(
+        [*command, "--config", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 kept, 0 broken" in done.stdout
+
+
+def test_json_result_carries_the_report_schema_version(tmp_path):
+    out = tmp_path / "r.json"
+    CliRunner().invoke(
+        cli, ["scan", str(SAMPLES / "output2.txt"), "--no-report", "--json", str(out)]
+    )
+    doc = json.loads(out.read_text())
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == report.SCHEMA_VERSION
+    assert "page" not in doc  # the HTML page's data stays out of the machine result
+
+
+def test_diff_refuses_a_result_of_another_schema_version(tmp_path):
+    out = tmp_path / "r.json"
+    CliRunner().invoke(
+        cli, ["scan", str(SAMPLES / "output2.txt"), "--no-report", "--json", str(out)]
+    )
+    doc = json.loads(out.read_text())
+    doc["schema_version"] = report.SCHEMA_VERSION - 1
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    res = CliRunner().invoke(cli, ["diff", str(old), str(out)])
+    assert res.exit_code == 2
+    assert f"report schema {report.SCHEMA_VERSION - 1}" in res.output
