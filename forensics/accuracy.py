@@ -15,6 +15,11 @@ Every case runs through enrich and the engine with the full pack, each its own t
 finding listed in `expect` is a true positive, one that is not is a false positive, a listed one
 the pack misses is a false negative. `--check` exits 1 when a hard rule's precision is below 1.0
 or a heuristic's below 0.9 (the bounds the README promises).
+
+A rule with `status = "preview"` runs with the pack but is not scored: it has no labelled cases
+yet, so it is left out of the table and the bounds, and its findings on the corpus are only
+counted (`Report.preview`). Every other rule must be measured on at least MIN_LABELLED
+labelled findings (`unmeasured()`; tests/test_accuracy.py holds the pack to it).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from forensics.enrich import enrich
 from forensics.ingest.records import normalise_finish_reason
 
 PRECISION_FLOOR = {"hard": 1.0, "heuristic": 0.9}
+MIN_LABELLED = 8
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests/data/accuracy/corpus.jsonl.gz"
 _CASE_COLUMNS = {"source_path", "source_line", "run_id", "trajectory_id", "task_id", "trial"}
 
@@ -161,6 +167,8 @@ class Report:
     formats_right: int = 0
     formats_checked: int = 0
     format_errors: list[str] = field(default_factory=list)
+    # preview rule id -> its findings on the corpus (not scored: no labelled cases yet)
+    preview: dict[str, int] = field(default_factory=dict)
 
 
 def evaluate(corpus: Corpus, rules: list[engine.Rule] | None = None) -> Report:
@@ -174,9 +182,13 @@ def evaluate(corpus: Corpus, rules: list[engine.Rule] | None = None) -> Report:
     scores = {
         r.id: RuleScore(r.id, r.confidence, sum(1 for e in corpus.expected if e[1] == r.id))
         for r in rules
+        if not r.preview
     }
     report = Report(corpus.path, len(corpus.cases), turns.height, [])
+    report.preview = {r.id: 0 for r in rules if r.preview}
     for key, row in sorted(found.items()):
+        if key[1] in report.preview:
+            report.preview[key[1]] += 1
         score = scores.get(key[1])
         if score is None:
             continue
@@ -204,8 +216,13 @@ def evaluate(corpus: Corpus, rules: list[engine.Rule] | None = None) -> Report:
         else:
             got = detected.get((tid, turn_index))
             report.format_errors.append(f"{tid} turn {turn_index}: want {parser}, named {got}")
-    report.scores = [scores[r.id] for r in rules]
+    report.scores = [scores[r.id] for r in rules if r.id in scores]
     return report
+
+
+def unmeasured(report: Report, minimum: int = MIN_LABELLED) -> dict[str, int]:
+    """Scored (non-preview) rules with fewer than `minimum` labelled findings in the corpus."""
+    return {s.rule: s.labelled for s in report.scores if s.labelled < minimum}
 
 
 def _ratio(value: float | None) -> str:
@@ -257,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     if len(misses) > 20 and not args.verbose:
         print(f"… {len(misses) - 20} more (-v lists them all)")
+    if report.preview:
+        shown = ", ".join(f"{rule} ({n} findings)" for rule, n in sorted(report.preview.items()))
+        print(f"\npreview rules, not measured: {shown}")
     below = [s.rule for s in report.scores if not s.meets_floor]
     if below:
         print(f"\nbelow the precision bound: {', '.join(below)}")

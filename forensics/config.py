@@ -10,6 +10,7 @@ pyproject.toml without `[tool.forensics]` is skipped. Command-line flags win ove
     disable = ["think-loop"]
     severity = { reasoning-leak = "low" }
     ignore-paths = ["results/smoke", "*.partial.json"]
+    params = { think-loop = { min_similarity = 0.6 } }   # rule parameters (rules explain ID)
     max-decompressed-mb = 4096   # a .gz inflating past this is rejected (a zip bomb)
     max-document-mb = 1024       # a JSON document read whole past this is rejected
 """
@@ -38,6 +39,7 @@ KEYS = (
     "ignore-paths",
     "max-decompressed-mb",
     "max-document-mb",
+    "params",
 )
 
 
@@ -53,6 +55,8 @@ class Settings:
     disable: tuple[str, ...] = ()
     severity: dict[str, str] = field(default_factory=dict)
     ignore_paths: tuple[str, ...] = ()
+    # rule id -> parameter -> value; checked against the rules' declarations in apply()
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     # ignore-paths are relative to the directory of the file that names them.
     base: Path = field(default_factory=Path.cwd)
@@ -70,19 +74,31 @@ class Settings:
         return str(self.source) if self.source else "settings"
 
     def apply(self, rules: list[Rule]) -> list[Rule]:
-        """The rules to run: disabled ones dropped, severities overridden."""
+        """The rules to run: disabled ones dropped, severities and parameters overridden."""
         known = {r.id for r in rules}
-        for key, ids in (("disable", self.disable), ("severity", self.severity)):
+        for key, ids in (
+            ("disable", self.disable),
+            ("severity", self.severity),
+            ("params", self.params),
+        ):
             if unknown := sorted(set(ids) - known):
                 raise ConfigError(
                     f"{self.where()}: {key}: unknown rule(s) {', '.join(unknown)}; "
                     f"known: {', '.join(sorted(known))}"
                 )
         return [
-            replace(r, severity=self.severity.get(r.id, r.severity))
+            replace(self._with_params(r), severity=self.severity.get(r.id, r.severity))
             for r in rules
             if r.id not in self.disable
         ]
+
+    def _with_params(self, rule: Rule) -> Rule:
+        if rule.id not in self.params:
+            return rule
+        try:
+            return rule.with_params(self.params[rule.id], f"params.{rule.id}")
+        except ValueError as exc:  # params.ParamError: an unknown name or a wrong type
+            raise ConfigError(f"{self.where()}: {exc}") from None
 
     def ignores(self, path: Path) -> bool:
         """Whether ignore-paths excludes this input file."""
@@ -170,6 +186,12 @@ def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
             raise ConfigError(
                 f"{where}: severity.{rule} must be one of {', '.join(SEVERITIES)}, not {value!r}"
             )
+    params = _table(table, "params", where)
+    for rule, values in params.items():
+        if not isinstance(values, dict):
+            raise ConfigError(
+                f"{where}: params.{rule} must be a table like {{ parameter = value }}"
+            )
     return Settings(
         source=source,
         fail_on=fail_on,
@@ -177,6 +199,7 @@ def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
         disable=tuple(_strings(table, "disable", where)),
         severity=dict(severity),
         ignore_paths=tuple(_strings(table, "ignore-paths", where)),
+        params={rule: dict(values) for rule, values in params.items()},
         limits=Limits(
             max_decompressed_bytes=_mib(table, "max-decompressed-mb", where)
             or Limits.max_decompressed_bytes,

@@ -1,6 +1,7 @@
 """Findings -> root causes, ranked, with fixes whose parameters come from the data.
 
-Causes, their fixes and what each explains are data (rules/causes.toml); forensics/facts.py
+Causes, their fixes and what each explains are data (rules/causes.toml, read by
+forensics/causes.py, which also builds a cause for a rule no file defines); forensics/facts.py
 computes the parameters the fix texts name. This module groups findings under causes,
 attributes downstream symptoms to the upstream cause that explains them, ranks the causes and
 writes the keep list, the validation plan and the verdict.
@@ -8,46 +9,20 @@ writes the keep list, the validation plan and the verdict.
 
 from __future__ import annotations
 
-import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from forensics.causes import cause_specs
 from forensics.engine import Rule
 from forensics.facts import TOOL_CALL_PARSERS, cause_facts, match_model
 from forensics.schema import SEVERITIES
 
 SEVERITY_WEIGHT = {s: i + 1 for i, s in enumerate(SEVERITIES)}
 CONFIDENCE_WEIGHT = {"hard": 1.0, "heuristic": 0.5}
-
-
-@dataclass
-class CauseSpec:
-    id: str
-    title: str
-    order: int
-    explains: list[str]
-    validate: str
-    rules_to_zero: list[str]
-    fixes: list[dict[str, str]]
-
-
-def load_causes(rules_dir: Path) -> dict[str, CauseSpec]:
-    data = tomllib.loads((rules_dir / "causes.toml").read_text(encoding="utf-8"))
-    return {
-        c["id"]: CauseSpec(
-            id=c["id"],
-            title=c["title"],
-            order=c["order"],
-            explains=c.get("explains", []),
-            validate=c.get("validate", ""),
-            rules_to_zero=c.get("rules_to_zero", []),
-            fixes=c.get("fix", []),
-        )
-        for c in data.get("cause", [])
-    }
 
 
 @dataclass
@@ -97,9 +72,12 @@ def diagnose(
     turns: pl.DataFrame,
     trajectories: pl.DataFrame,
     rules: list[Rule],
-    rules_dir: Path,
+    rules_dir: Path | Sequence[Path],
 ) -> Diagnosis:
-    specs = load_causes(rules_dir)
+    """rules_dir: the directories whose causes.toml to merge, after those the rules were
+    loaded from (engine.Rule.pack_dirs); a cause no file defines falls back to its rule."""
+    dirs = [rules_dir] if isinstance(rules_dir, Path) else list(rules_dir)
+    specs = cause_specs(rules, dirs)
     rule_by_id = {r.id: r for r in rules}
     rewards = dict(
         trajectories.select("trajectory_id", "reward").iter_rows()  # type: ignore[arg-type]
@@ -114,7 +92,7 @@ def diagnose(
         by_cause[cid] = findings.filter(pl.col("cause") == cid)
     claimed: dict[str, list[dict[str, Any]]] = {}
     remaining = findings
-    for cid in sorted(by_cause, key=lambda c: (specs[c].order if c in specs else 99, c)):
+    for cid in sorted(by_cause, key=lambda c: (specs[c].order, c)):
         own = by_cause[cid]
         spec = specs.get(cid)
         if spec is None or own.is_empty():
@@ -143,7 +121,7 @@ def diagnose(
         own = own.join(remaining.select("finding_id"), on="finding_id", how="semi")
         if own.is_empty():
             continue  # every finding of this cause is a symptom of an upstream one
-        spec = specs.get(cid) or CauseSpec(cid, cid, 99, [], "", [], [])
+        spec = specs[cid]
         ids = set(own["trajectory_id"].to_list())
         severity = max(own["severity"].to_list(), key=SEVERITY_WEIGHT.__getitem__)
         confidence = "hard" if "hard" in own["confidence"].to_list() else "heuristic"
@@ -190,7 +168,7 @@ def diagnose(
                 facts=dict(facts),
             )
         )
-    orders = {c.id: specs[c.id].order if c.id in specs else 99 for c in causes}
+    orders = {c.id: specs[c.id].order for c in causes}
     causes.sort(key=lambda c: _rank_key(c, orders[c.id]))
     total = trajectories.height
     for i, c in enumerate(causes, 1):

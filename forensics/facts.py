@@ -3,10 +3,16 @@
 Each cause's fixes in rules/causes.toml are templates with {parameters}; this module computes
 them from the findings a cause groups and the turns and trajectories they point at. Model
 families map to parser names and thinking switches here, as data (failure-catalogue §1, §2).
+
+A number a rule worked out (attempts of a retry storm, the context window an error states, the
+first line of an exception) comes from the finding's `details` (the rule's `data` column, see
+details()), never from its message: messages are for people and may be reworded. Regular
+expressions here read input text only (provider errors, model names, message content).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from typing import Any
@@ -238,6 +244,17 @@ TEMPLATE_PARSERS = {"deepseek_v3", "deepseek_v31", "deepseek_v32", "llama3_json"
 SPECIAL_TOKEN_PARSERS = {"mistral", "internlm", "jamba", "step3", "kimi_k2", "openai"}
 
 
+def details(found: pl.DataFrame) -> list[dict[str, Any]]:
+    """The values each finding's rule handed over (its `data`, stored as JSON text).
+
+    Fix texts read numbers from here, never from a finding's message: a reworded message must
+    not silently change a fix.
+    """
+    if "details" not in found.columns:
+        return [{} for _ in range(found.height)]
+    return [json.loads(d) if d else {} for d in found["details"].to_list()]
+
+
 def _counts(values: list[Any]) -> list[tuple[Any, int]]:
     """Value counts, most frequent first, ties by value: stable text for the same input."""
     tally: dict[Any, int] = {}
@@ -437,13 +454,8 @@ def _http_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 def _overflow_facts(hit, found, labels, facts) -> dict[str, Any]:
-    # Episode-level findings have no turn: their error text is in the evidence.
-    errors = hit["error"].drop_nulls().to_list() + found["evidence"].drop_nulls().to_list()
-    limits = [
-        int(m.group(1))
-        for e in errors
-        if (m := re.search(r"maximum context length is (\d+)", e, re.IGNORECASE))
-    ]
+    # The rule reads the window off the error it reports (the turn's, else the episode's).
+    limits = [d["context_limit"] for d in details(found) if d.get("context_limit") is not None]
     inputs = hit["input_tokens"].drop_nulls().to_list()
     text = ""
     if limits:
@@ -462,11 +474,7 @@ def _overflow_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 def _retry_facts(hit, found, labels, facts) -> dict[str, Any]:
-    attempts = [
-        int(m.group(1))
-        for m in (re.search(r"sent (\d+) times", msg) for msg in found["message"].to_list())
-        if m
-    ]
+    attempts = [d["attempts"] for d in details(found) if d.get("attempts") is not None]
     return {"storms": found.height, "max_attempts": max(attempts) if attempts else "?"}
 
 
@@ -524,8 +532,8 @@ def _early_stop_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 def _crash_facts(hit, found, labels, facts) -> dict[str, Any]:
-    # The first line of each error, as the rule quotes it after the colon.
-    heads = [m.split(": ", 1)[1] if ": " in m else m for m in found["message"].to_list()]
+    # The first line of each error, as the rule quotes it in its message.
+    heads = [d["error_head"] for d in details(found) if d.get("error_head") is not None]
     counts = _counts(heads)
     top = counts[0][0] if counts else "see the errors"
     return {

@@ -338,6 +338,7 @@ FINDING_COLUMNS: list[Column] = [
     Column("source_line", pa.int64(), "Line of that turn."),
     Column("message", pa.string(), "What was found, in one sentence."),
     Column("evidence", pa.string(), "Excerpt of the record that shows it (redacted)."),
+    Column("details", pa.string(), "JSON object of values the rule hands diagnosis, or NULL."),
 ]
 FINDINGS = _schema(FINDING_COLUMNS)
 

@@ -21,7 +21,12 @@ CORPUS = DATA / "accuracy" / "corpus.jsonl.gz"
 # Regression guards below the measured recall (README table): a rule that starts missing what it
 # caught fails here; the published numbers are checked exactly by the README test.
 RECALL_FLOOR = {"hard": 0.9, "heuristic": 0.75}
-MIN_POSITIVES = 8
+MIN_POSITIVES = accuracy.MIN_LABELLED
+# What to do about a rule the corpus does not measure (preview rules are not scored at all).
+UNMEASURED = (
+    "add labelled cases for it in tests/data/accuracy/build_corpus.py, or mark it "
+    'status = "preview" until it has them'
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +36,9 @@ def report() -> accuracy.Report:
 
 def test_precision_bounds(report):
     for score in report.scores:
-        assert score.precision is not None, f"{score.rule}: no finding at all on the corpus"
+        assert score.precision is not None, (
+            f"{score.rule}: no finding at all on the corpus: {UNMEASURED}"
+        )
         floor = accuracy.PRECISION_FLOOR[score.confidence]
         wrong = [
             f"turn {r['turn_index']} of {r['trajectory_id']}: {r['message']}"
@@ -52,8 +59,10 @@ def test_recall_floors(report):
 
 
 def test_every_rule_is_measured_on_enough_labelled_findings(report):
-    thin = {s.rule: s.labelled for s in report.scores if s.labelled < MIN_POSITIVES}
-    assert not thin, f"rules with fewer than {MIN_POSITIVES} labelled findings: {thin}"
+    thin = accuracy.unmeasured(report, MIN_POSITIVES)
+    assert not thin, (
+        f"rules with fewer than {MIN_POSITIVES} labelled findings: {thin}; {UNMEASURED}"
+    )
 
 
 def test_real_controls_get_exactly_their_labels(report):

@@ -1,0 +1,479 @@
+"""Rules are data: a new rule is its TOML file plus its fixtures, and nothing else.
+
+The rule list comes from the pack; the README table is generated (and checked here); a preview
+rule runs but is exempt from the accuracy corpus; a rule without a causes.toml entry gets a
+cause of its own; thresholds are typed parameters; rule and cause files are read strictly; fix
+texts read the values a rule hands over (`data` -> findings.details), never its message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from test_rule_fixtures import load_cases, problems, run_cases, snapshot, verdict
+
+from forensics import accuracy, catalogue, causes, config, diagnose, engine, params, schema
+from forensics.cli import cli
+from forensics.enrich import enrich
+
+from conftest import ROOT, SAMPLES
+
+PACK = engine.default_rules_dir()
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def scaffolded(tmp_path: Path, rule_id: str = "long-turn") -> tuple[Path, Path]:
+    """A rule and its fixtures as `forensics rules new` writes them, in a temporary tree."""
+    rules, fixtures = tmp_path / "rules", tmp_path / "fixtures"
+    rules.mkdir()
+    fixtures.mkdir()
+    res = run("rules", "new", rule_id, "--dir", str(rules), "--fixtures-dir", str(fixtures))
+    assert res.exit_code == 0, res.output
+    return rules, fixtures
+
+
+def rule_file(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _turns(episodes: dict[str, list[dict[str, Any]]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    rows, trajectories = [], []
+    for tid, turns in episodes.items():
+        for index, turn in enumerate(turns):
+            row: dict[str, Any] = dict.fromkeys(schema.RAW_TURNS.names)
+            row.update(tool_calls=[], source_path="t.jsonl", source_line=index + 1)
+            row.update(turn, trajectory_id=tid, turn_index=index, run_id="run", task_id=tid)
+            rows.append(row)
+        trajectories.append({"trajectory_id": tid, "run_id": "run", "task_id": tid, "reward": 0.0})
+    return (
+        enrich(pa.Table.from_pylist(rows, schema=schema.RAW_TURNS)),  # type: ignore[return-value]
+        pl.from_arrow(pa.Table.from_pylist(trajectories, schema=schema.TRAJECTORIES)),  # type: ignore[return-value]
+    )
+
+
+def _diagnosis(rules: list[engine.Rule], episodes: dict[str, list[dict[str, Any]]]):
+    turns, trajectories = _turns(episodes)
+    found = engine.check(turns, trajectories, rules).findings
+    return found, diagnose.diagnose(found, turns, trajectories, rules, PACK)
+
+
+# --- the README table is generated --------------------------------------------------------
+
+
+def test_readme_rule_table_is_generated_from_the_pack():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = catalogue.markdown_table(engine.load_rules())
+    pinned = catalogue.current(readme)
+    diff = difflib.unified_diff(
+        pinned.splitlines(), table.splitlines(), "README.md", "the rule files", lineterm=""
+    )
+    assert pinned == table, (
+        "README.md's rule table is stale: run `forensics rules readme` (it rewrites the text "
+        "between the rule-table markers from the rule files)\n" + "\n".join(diff)
+    )
+
+
+def test_rules_readme_command_checks_and_rewrites(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{catalogue.START}\n| old |\n{catalogue.END}\n\nafter\n")
+    res = run("rules", "readme", str(readme), "--check")
+    assert res.exit_code == 1 and "stale" in res.output
+    assert run("rules", "readme", str(readme)).exit_code == 0
+    text = readme.read_text()
+    assert catalogue.current(text) == catalogue.markdown_table(engine.load_rules())
+    assert text.startswith("# x\n\n") and text.endswith(f"{catalogue.END}\n\nafter\n")
+    assert run("rules", "readme", str(readme), "--check").exit_code == 0
+    readme.write_text("no markers\n")
+    res = run("rules", "readme", str(readme))
+    assert res.exit_code == 2 and "rule-table" in res.output
+
+
+def test_markdown_table_marks_preview_rules_and_escapes_cells(tmp_path):
+    rules, _ = scaffolded(tmp_path)
+    pack = engine.load_rules([rules])
+    out = run("rules", "--rules", str(rules), "--format", "markdown").output
+    assert out.strip() == catalogue.markdown_table(pack)
+    assert "| `long-turn` (preview) | medium | heuristic | `long-turn` |" in out
+    new = next(r for r in pack if r.id == "long-turn")
+    # a cell is one line and a pipe in it does not split the row
+    assert "| a \\| b c |" in catalogue.markdown_table([replace(new, brief="a | b\n  c")])
+
+
+# --- a new rule: scaffold, preview, fallback cause ----------------------------------------
+
+
+def test_rules_new_scaffolds_a_working_preview_rule_and_refuses_to_overwrite(tmp_path):
+    rules, fixtures = scaffolded(tmp_path)
+    rule = engine.load_rule(rules / "long-turn.toml")
+    assert rule.preview and set(rule.params) == {"max_chars"}
+    assert set(rule.docs) == set(schema.DOC_SECTIONS) and all(rule.docs.values())
+    # the fixtures it writes hold the rule to its example: one positive, one negative case
+    cases = load_cases(fixtures)
+    assert [bool(c.ruleid) for c in cases] == [True, False]
+    pack = engine.load_rules([rules])
+    found = run_cases(cases, pack)
+    for case in cases:
+        assert not problems(case, {r.id: r for r in pack}), case
+        assert verdict(case, found)[0] == [], verdict(case, found)[1]
+    pinned = json.loads(snapshot("long-turn", cases, found))
+    assert pinned["fires-TODO"][0]["message"].endswith("visible chars (more than 40)")
+    assert pinned["fires-TODO"][0]["details"] == {"visible_chars": 57}
+    # never overwritten, and nothing half-written
+    again = run("rules", "new", "long-turn", "--dir", str(rules), "--fixtures-dir", str(fixtures))
+    assert again.exit_code == 2 and "exists already" in again.output
+    (rules / "other.toml").write_text("")
+    res = run("rules", "new", "other", "--dir", str(rules), "--fixtures-dir", str(fixtures))
+    assert res.exit_code == 2 and not (fixtures / "other.jsonl").exists()
+    for bad in ("Long_Turn", "9-lives", "a--b"):
+        res = run("rules", "new", bad, "--dir", str(rules), "--fixtures-dir", str(fixtures))
+        assert res.exit_code == 2 and "rule id" in res.output
+    res = run("rules", "new", "x", "--dir", str(tmp_path / "nope"), "--fixtures-dir", ".")
+    assert res.exit_code == 2 and "--dir" in res.output
+
+
+def test_preview_rules_are_marked_in_rules_and_explain(tmp_path):
+    rules, _ = scaffolded(tmp_path)
+    listing = run("rules", "--rules", str(rules)).output
+    line = next(x for x in listing.splitlines() if x.startswith("long-turn "))
+    assert "[preview] TODO" in line
+    stable = {r.id for r in engine.load_rules() if not r.preview}
+    for line in run("rules").output.splitlines():
+        assert ("[preview]" in line) == (line.split()[0] not in stable), line
+    for args in (
+        ("rules", "explain", "long-turn", "--rules", str(rules)),
+        ("rules", "--rules", str(rules), "explain", "long-turn"),
+    ):
+        out = run(*args).output
+        assert "status preview" in out
+        assert "## parameters\nmax_chars = 40\n  Visible characters above which" in out
+        assert "params = { long-turn = { max_chars = 40 } }" in out
+    assert "status preview" not in run("rules", "explain", "think-loop").output
+
+
+def _tiny_corpus(tmp_path: Path) -> Path:
+    long_turn = {
+        "case": "long",
+        "kind": "planted",
+        "turns": [
+            {"role": "user", "actor": "user_sim", "content": "Hi"},
+            {"role": "assistant", "actor": "agent", "content": "x" * 80, "finish_reason": "stop"},
+        ],
+        "expect": [],
+    }
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps(long_turn) + "\n")
+    return path
+
+
+def test_preview_rules_are_exempt_from_the_accuracy_corpus_and_others_are_not(tmp_path):
+    rules, _ = scaffolded(tmp_path)
+    corpus = accuracy.load_corpus(_tiny_corpus(tmp_path))
+    report = accuracy.evaluate(corpus, engine.load_rules([rules]))
+    assert "long-turn" not in {s.rule for s in report.scores}
+    assert report.preview["long-turn"] == 1  # it ran: one finding, not scored
+    assert not [r for r in report.false_positives if r["rule"] == "long-turn"]
+    assert "long-turn" not in accuracy.table(report)
+    # the same rule, no longer preview: now it must be measured
+    path = rules / "long-turn.toml"
+    path.write_text(path.read_text().replace('status = "preview"\n', ""))
+    report = accuracy.evaluate(corpus, engine.load_rules([rules]))
+    assert accuracy.unmeasured(report)["long-turn"] == 0
+    assert next(s for s in report.scores if s.rule == "long-turn").fp == 1
+
+
+def test_a_rule_without_a_cause_entry_gets_a_cause_of_its_own(tmp_path):
+    rules, _ = scaffolded(tmp_path)
+    path = rules / "long-turn.toml"
+    # braces in the documented fix are text, not fix-template parameters
+    path.write_text(
+        path.read_text().replace(
+            "TODO: what to change.", 'Send {"enable_thinking": false} and {max_tokens}.'
+        )
+    )
+    pack = engine.load_rules([rules])
+    found, d = _diagnosis(pack, {"a": [{"role": "assistant", "content": "y" * 60}]})
+    assert found["rule"].to_list() == ["long-turn"]
+    (cause,) = d.causes
+    assert (cause.id, cause.title) == ("long-turn", "TODO: what goes wrong, in one line")
+    assert cause.fixes[0]["action"] == "Follow the fix documented for long-turn"
+    assert cause.fixes[0]["detail"].startswith('Send {"enable_thinking": false} and {max_tokens}.')
+    assert cause.rules_to_zero == ["long-turn"]
+    assert causes.cause_specs(pack)["long-turn"].fallback
+    assert not causes.cause_specs(pack)["truncated-output"].fallback
+
+
+# --- causes.toml: strict, and merged from --rules directories -------------------------------
+
+
+def test_causes_toml_in_a_rules_directory_is_merged_over_the_pack(tmp_path):
+    user = tmp_path / "user"
+    user.mkdir()
+    shutil.copy(PACK / "retry-storm.toml", user / "retry-storm.toml")
+    rule_file(
+        user,
+        "causes.toml",
+        '[[cause]]\nid = "retry-storm"\ntitle = "Our retries"\norder = 1\n'
+        '[[cause.fix]]\naction = "Fix our client ({max_attempts} attempts)"\ndetail = "d"\n\n'
+        '[[cause]]\nid = "brand-new"\ntitle = "New"\norder = 5\n',
+    )
+    pack = engine.load_rules([user])
+    specs = causes.cause_specs(pack)
+    assert specs["retry-storm"].title == "Our retries" and "brand-new" in specs
+    assert specs["truncated-output"].title.startswith("Output truncated")  # the pack's, kept
+    # empty answers: an HTTP error would make the storm http-error's symptom
+    storm = [{"role": "assistant", "request_hash": "h", "content": ""} for _ in range(3)]
+    _, d = _diagnosis(pack, {"a": storm})
+    (cause,) = d.causes
+    assert cause.title == "Our retries"
+    assert [f["action"] for f in cause.fixes] == ["Fix our client (3 attempts)"]
+    # and only with the directory: the pack alone keeps its own cause
+    _, d = _diagnosis(engine.load_rules(), {"a": storm})
+    assert d.causes[0].title != "Our retries"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nexplain = []\n', "cause.explain"),
+        (
+            '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\n[[cause.fix]]\naction = "a"\n'
+            'detail = "d"\nwhne = "k"\n',
+            "cause.fix.whne",
+        ),
+        ("causes = []\n", "causes"),
+    ],
+)
+def test_cause_files_are_strict(tmp_path, text, key):
+    path = rule_file(tmp_path, "causes.toml", text)
+    with pytest.raises(engine.RuleError, match=re.escape(f"{path}: unknown key {key}")):
+        causes.load_causes(tmp_path)
+
+
+def test_a_broken_causes_toml_in_a_rules_directory_stops_the_scan(tmp_path):
+    rule_file(tmp_path, "causes.toml", '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nfixes = []\n')
+    res = run("scan", str(SAMPLES / "output2.txt"), "--no-report", "--rules", str(tmp_path))
+    assert res.exit_code == 2
+    assert f"{tmp_path / 'causes.toml'}: unknown key cause.fixes" in res.output
+
+
+# --- rule files are strict ------------------------------------------------------------------
+
+GOOD = """id = "tiny"
+title = "t"
+severity = "low"
+confidence = "heuristic"
+cause = "tiny"
+summary = "s"
+
+[params.min_chars]
+default = 10
+doc = "Visible characters from which an assistant turn is reported."
+
+[docs]
+detects = "d"
+
+[query]
+sql = '''
+select trajectory_id, turn_index, 'm' as message, '' as evidence
+from turns where visible_chars >= {min_chars}'''
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "error"),
+    [
+        ('summary = "s"', 'summary = "s"\nserverity = "low"', "unknown key serverity"),
+        ('detects = "d"', 'detects = "d"\nwhy_it_matters = "w"', "unknown key docs.why_it_matters"),
+        ("[query]\n", '[query]\nengine = "duckdb"\n', "unknown key query.engine"),
+        ('doc = "Visible', 'max = 3\ndoc = "Visible', "unknown key params.min_chars.max"),
+        ('summary = "s"', 'summary = "s"\nstatus = "beta"', "status must be one of"),
+        ('summary = "s"', "summary = 3", "summary must be a string"),
+        ("default = 10", 'default = "10"', "default must be an integer, number or boolean"),
+        ('doc = "Visible characters from which an assistant turn is reported."', "", "doc must"),
+        ("{min_chars}", "{min_char}", "uses {min_char} but [params] has no such key"),
+        ("{min_chars}", "10", "params.min_chars is declared but the query never uses it"),
+    ],
+)
+def test_rule_files_are_strict(tmp_path, old, new, error):
+    assert old in GOOD
+    path = rule_file(tmp_path, "tiny.toml", GOOD.replace(old, new, 1))
+    with pytest.raises(engine.RuleError, match=re.escape(error)) as exc:
+        engine.load_rule(path)
+    assert str(path) in str(exc.value)
+
+
+def test_a_broken_rule_in_a_rules_directory_is_a_usage_error(tmp_path):
+    rule_file(tmp_path, "tiny.toml", GOOD.replace("[docs]", "[doc]"))
+    for args in (
+        ("rules", "--rules", str(tmp_path)),
+        ("rules", "explain", "x", "--rules", str(tmp_path)),
+    ):
+        res = run(*args)
+        assert res.exit_code == 2 and "unknown key doc" in res.output
+
+
+# --- parameters ---------------------------------------------------------------------------
+
+
+def test_parameters_are_substituted_as_typed_literals(tmp_path):
+    rule = engine.load_rule(rule_file(tmp_path, "tiny.toml", GOOD))
+    assert rule.query.endswith("visible_chars >= 10")
+    assert rule.with_params({"min_chars": 25}, "here").query.endswith("visible_chars >= 25")
+    for value, message in (("10; drop table turns", "must be an integer"), (2.5, "integer")):
+        with pytest.raises(params.ParamError, match=message):
+            rule.with_params({"min_chars": value}, "here")
+    similarity = next(r for r in engine.load_rules() if r.id == "think-loop").params
+    assert similarity["min_similarity"].with_value(1).literal() == "1.0"
+    flag = params.Param("on", True, "d", True)
+    assert flag.with_value(False).literal() == "false"
+    with pytest.raises(params.ParamError):
+        flag.with_value(0)
+    with pytest.raises(params.ParamError, match="finite"):
+        similarity["min_similarity"].with_value(float("nan"))
+
+
+def test_pack_thresholds_are_parameters():
+    pack = {r.id: r for r in engine.load_rules()}
+    assert set(pack["think-loop"].params) == {
+        "min_similarity",
+        "min_monologue_chars",
+        "min_chain_turns",
+        "min_compression_ratio",
+    }
+    assert {k: p.default for k, p in pack["think-loop"].params.items()} == {
+        "min_similarity": 0.5,
+        "min_monologue_chars": 800,
+        "min_chain_turns": 3,
+        "min_compression_ratio": 4.0,
+    }
+    assert pack["retry-storm"].params["min_attempts"].default == 3
+    assert pack["repeated-tool-call"].params["min_calls"].default == 3
+
+
+def test_config_params_override_and_are_validated_strictly(tmp_path):
+    pack = engine.load_rules()
+    tuned = config.parse({"params": {"think-loop": {"min_similarity": 0.6}}}).apply(pack)
+    loop = next(r for r in tuned if r.id == "think-loop")
+    assert loop.params["min_similarity"].value == 0.6
+    assert "prev_same_actor_similarity >= 0.6 and" in loop.query
+    for table, error in (
+        ({"nope": {"x": 1}}, "params: unknown rule(s) nope"),
+        ({"think-loop": {"min_similarty": 0.6}}, "unknown parameter 'min_similarty'"),
+        ({"think-loop": {"min_similarity": "0.6"}}, "min_similarity must be a number"),
+        ({"think-loop": {"min_chain_turns": 3.5}}, "min_chain_turns must be an integer"),
+        ({"think-loop": 0.6}, "params.think-loop must be a table"),
+    ):
+        with pytest.raises(config.ConfigError, match=re.escape(error)):
+            config.parse({"params": table}).apply(pack)
+    # the scan reads them: a wrong one is a usage error (exit 2) that names the parameter
+    cfg = tmp_path / "forensics.toml"
+    cfg.write_text('params = { retry-storm = { min_attempts = "many" } }\n')
+    res = run("scan", str(SAMPLES / "output2.txt"), "--no-report", "--config", str(cfg))
+    assert res.exit_code == 2 and "min_attempts must be an integer" in res.output
+
+
+def test_fixture_params_are_checked_against_the_rule(tmp_path):
+    rules, fixtures = scaffolded(tmp_path)
+    path = fixtures / "long-turn.jsonl"
+    lines = path.read_text().splitlines()
+    case = json.loads(lines[1]) | {"params": {"max_chars": "5"}}
+    path.write_text("\n".join([lines[0], json.dumps(case)]) + "\n")
+    pack = {r.id: r for r in engine.load_rules([rules])}
+    (_, bad) = load_cases(fixtures)
+    assert problems(bad, pack) == [
+        "params: max_chars must be an integer (like its default 40), not '5'"
+    ]
+    # set right, it changes what the rule does on that case only
+    case["params"] = {"max_chars": 5}
+    case["expect"] = {"ruleid": [1], "ok": [0]}
+    path.write_text("\n".join([lines[0], json.dumps(case)]) + "\n")
+    cases = load_cases(fixtures)
+    found = run_cases(cases, list(pack.values()))
+    assert all(verdict(c, found)[0] == [] for c in cases)
+
+
+# --- rules hand structured values to diagnosis --------------------------------------------
+
+
+def test_data_column_becomes_details(tmp_path):
+    rule_file(
+        tmp_path,
+        "tiny.toml",
+        GOOD.replace("'' as evidence", "'' as evidence, {'n': visible_chars, 'ok': true} as data"),
+    )
+    turns, trajectories = _turns({"a": [{"role": "assistant", "content": "z" * 12}]})
+    rules = engine.load_rules([tmp_path])
+    found = engine.check(turns, trajectories, rules).findings
+    tiny = found.filter(pl.col("rule") == "tiny")
+    assert json.loads(tiny["details"].item()) == {"n": 12, "ok": True}
+    assert found.columns == schema.FINDINGS.names
+    rule_file(tmp_path, "tiny.toml", GOOD.replace("'' as evidence", "'' as evidence, 'x' as data"))
+    with pytest.raises(engine.RuleError, match="data column must be a struct"):
+        engine.check(turns, trajectories, engine.load_rules([tmp_path]))
+
+
+# rule: (the episode, text of the rule as the pack writes it, a rewording, what a fix names)
+REWORDED = {
+    "retry-storm": (
+        {"turns": [{"role": "assistant", "request_hash": "h", "content": ""}] * 4},
+        "'the same request was sent ' || attempts || ' times in a row",
+        "'identical request, ' || attempts || ' attempts in a row",
+        "up to 4 attempts each",
+    ),
+    "episode-crashed": (
+        {"error": "RateLimitError: slow down\nTraceback ..."},
+        "'episode ended in an exception and left no turns: ' || head",
+        "'crash: ' || head || ' (no turns)'",
+        "Fix the exception: RateLimitError: slow down",
+    ),
+    # an episode that died on the overflow: its limit used to be read out of the evidence
+    "context-overflow": (
+        {"error": "BadRequestError: This model's maximum context length is 32768 tokens."},
+        "'the episode died on a context-window error before leaving any turn' as message,\n"
+        "  left(coalesce(x.error, '(termination reason ' || x.termination_reason || ')'), 240)",
+        "'context window exceeded before any turn' as message,\n  '(elided)'",
+        "larger context window than 32,768 tokens",
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(REWORDED))
+def test_fix_texts_survive_a_reworded_message(tmp_path, rule):
+    """Fix parameters come from the rule's data: rewording its message (or its evidence)
+    changes no fix text."""
+    episode, old, new, named = REWORDED[rule]
+    turns, trajectories = _turns({"a": episode.get("turns", [{"role": "user", "content": "x"}])})
+    if "error" in episode:  # an episode that left no turns
+        turns = turns.clear()
+        trajectories = trajectories.with_columns(
+            pl.lit(0, pl.Int64).alias("turn_count"), pl.lit(episode["error"]).alias("error")
+        )
+    source = (PACK / f"{rule}.toml").read_text()
+    assert old in source
+    rule_file(tmp_path, f"{rule}.toml", source.replace(old, new))
+
+    def fixes(rules: list[engine.Rule]) -> tuple[list[str], list[dict[str, str]]]:
+        found = engine.check(turns, trajectories, rules).findings
+        d = diagnose.diagnose(found, turns, trajectories, rules, PACK)
+        return sorted(found["message"].to_list()), [f for c in d.causes for f in c.fixes]
+
+    messages, before = fixes(engine.load_rules())
+    reworded, after = fixes(engine.load_rules([tmp_path]))
+    assert messages != reworded and before  # the text did change, and there is a fix
+    assert before == after
+    assert named in " ".join(f["action"] + " " + f["detail"] for f in after)
