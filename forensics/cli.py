@@ -4,42 +4,36 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
-from forensics import config, engine, gate, schema
+from forensics import atomic, config, engine, gate, schema
 from forensics.ingest.files import InputError
 
 FAIL_ON = schema.SEVERITIES
 
 
 def _fail(message: str) -> NoReturn:
-    from forensics.redact import redact_text  # a path in the message may hold a secret
-
-    click.echo(f"forensics: error: {redact_text(message)}", err=True)
+    click.echo(f"forensics: error: {_shown(message)}", err=True)
     sys.exit(2)
 
 
+def _shown(message: str) -> str:
+    """An error message on stderr: a path in it may hold a secret or terminal escapes."""
+    from forensics.redact import redact_text
+    from forensics.render.safe import guard_line, one_line
+
+    return guard_line(one_line(redact_text(message) or ""))
+
+
 def _write(path: Path, text: str) -> None:
-    """Written under a temporary name and renamed into place: an interrupted or concurrent
-    scan never leaves a torn file that looks complete."""
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-        tmp = None
+        atomic.write_text(path, text)
     except OSError as exc:
         _fail(f"{path}: cannot write: {exc.strerror or exc}")
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -220,8 +214,8 @@ def scan(
         outputs.append(write_baseline)
         result = run_scan(
             list(paths),
-            list(rules_dirs),
-            settings,
+            rules_dirs=list(rules_dirs),
+            settings=settings,
             exclude=[p for p in outputs if p is not None],
         )
         policy = gate.Policy(
@@ -239,13 +233,8 @@ def scan(
         _fail(f"rule pack: {exc}")
     report = report_model.build(result, page=not no_report)
     report["gate"] = verdict.to_dict()
-    if explain_formats:
-        for f in report["files"]:
-            click.echo(f"{f['path']}: {f['format'] or 'rejected'} — {f['detected_because']}")
-            if f.get("note"):
-                click.echo(f"  note: {f['note']}")
-        for s in report["skipped"]:
-            click.echo(f"{s['path']}: skipped — {s['reason']}")
+    if explain_formats:  # file names and notes escaped, no line a workflow command
+        click.echo(text.explain_formats(report), nl=False)
     base = Path.cwd()
     new = set(verdict.new) if baseline else None
     report_file = None
@@ -272,8 +261,7 @@ def scan(
     if github:
         click.echo(github_out.render(report, base, new), nl=False)
     click.echo(text.render(report, str(report_file) if report_file else None), nl=False)
-    for line in verdict.lines():
-        click.echo(line)
+    click.echo(text.gate_lines(verdict.lines()), nl=False)  # escaped like the summary
     # A file read without rows but with a note (an empty checkpoint) is input, not an error.
     if result.trajectories.is_empty() and not any(f.note for f in result.files):
         # Input that holds nothing readable is not a usage error but nothing was checked
@@ -373,30 +361,122 @@ def schema_cmd() -> None:
         click.echo(f"  {name:<{width}}  {doc}")
 
 
+def _load_rules(rules_dirs: tuple[Path, ...]) -> list[engine.Rule]:
+    try:
+        return engine.load_rules(list(rules_dirs))
+    except engine.RuleError as exc:
+        _fail(f"rule pack: {exc}")
+
+
 @cli.group("rules", invoke_without_command=True)
+@_rules_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown"]),
+    default="text",
+    help="markdown: the README catalogue table (`forensics rules readme` writes it there).",
+)
 @click.pass_context
-def rules_cmd(ctx: click.Context) -> None:
-    """List the rule pack (id, severity, confidence, summary)."""
-    if ctx.invoked_subcommand is None:
-        rules = engine.load_rules()
-        width = max(len(r.id) for r in rules)
-        for r in rules:
-            click.echo(f"{r.id:<{width}}  {r.severity:<8} {r.confidence:<9} {r.summary}")
+def rules_cmd(ctx: click.Context, rules_dirs: tuple[Path, ...], fmt: str) -> None:
+    """List the rule pack (id, severity, confidence, summary); preview rules are marked."""
+    ctx.obj = {"rules_dirs": rules_dirs}
+    if ctx.invoked_subcommand is not None:
+        return
+    from forensics import catalogue
+
+    rules = _load_rules(rules_dirs)
+    if fmt == "markdown":
+        click.echo(catalogue.markdown_table(rules))
+        return
+    width = max(len(r.id) for r in rules)
+    for r in rules:
+        mark = "[preview] " if r.preview else ""
+        click.echo(f"{r.id:<{width}}  {r.severity:<8} {r.confidence:<9} {mark}{r.summary}")
 
 
 @rules_cmd.command("explain")
 @click.argument("rule_id")
-def rules_explain(rule_id: str) -> None:
-    """Print the documentation of one rule."""
-    rules = {r.id: r for r in engine.load_rules()}
+@_rules_option
+@click.pass_context
+def rules_explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]) -> None:
+    """Print the documentation of one rule, and its parameters."""
+    rules = {r.id: r for r in _load_rules((*ctx.obj["rules_dirs"], *rules_dirs))}
     if rule_id not in rules:
         _fail(f"unknown rule {rule_id!r}; known: {', '.join(rules)}")
     r = rules[rule_id]
+    status = ", status preview (runs, not yet measured on the accuracy corpus)" if r.preview else ""
     click.echo(
-        f"{r.id} — {r.title}\nseverity {r.severity}, confidence {r.confidence}, cause {r.cause}\n"
+        f"{r.id} — {r.title}\nseverity {r.severity}, confidence {r.confidence}, cause {r.cause}"
+        f"{status}\n"
     )
     for section in schema.DOC_SECTIONS:
         click.echo(f"## {section.replace('_', ' ')}\n{r.docs[section]}\n")
+    if r.params:
+        click.echo("## parameters")
+        for p in r.params.values():
+            click.echo(f"{p.name} = {p.literal()}\n  {p.doc}")
+        first = next(iter(r.params.values()))
+        click.echo(
+            f"\nOverride in [tool.forensics]: params = {{ {r.id} = {{ {first.name} = "
+            f'{first.literal()} }} }}; in a fixture case: "params": {{"{first.name}": …}}\n'
+        )
+
+
+@rules_cmd.command("readme")
+@click.argument("path", default="README.md", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--check", is_flag=True, help="Only check: exit 1 when the table is stale.")
+def rules_readme(path: Path, check: bool) -> None:
+    """Write the pack's rule table between the rule-table markers of README.md."""
+    from forensics import catalogue
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        table = catalogue.markdown_table(engine.load_rules())
+        stale = catalogue.current(text) != table
+    except (OSError, catalogue.CatalogueError) as exc:
+        _fail(f"{path}: {exc}")
+    except engine.RuleError as exc:
+        _fail(f"rule pack: {exc}")
+    if check:
+        click.echo(f"{path}: rule table {'is stale' if stale else 'is up to date'}")
+        sys.exit(1 if stale else 0)
+    if stale:
+        _write(path, catalogue.replaced(text, table))
+    click.echo(f"{path}: rule table {'updated' if stale else 'already up to date'}")
+
+
+@rules_cmd.command("new")
+@click.argument("rule_id")
+@click.option(
+    "--dir",
+    "rules_dir",
+    default="rules",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of the rule file.",
+)
+@click.option(
+    "--fixtures-dir",
+    default="tests/rule_fixtures",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of the fixture file.",
+)
+def rules_new(rule_id: str, rules_dir: Path, fixtures_dir: Path) -> None:
+    """Scaffold a preview rule (DIR/ID.toml) and its fixtures (ID.jsonl); never overwrites."""
+    from forensics import scaffold
+
+    try:
+        made = scaffold.new_rule(rule_id, rules_dir, fixtures_dir)
+    except scaffold.ScaffoldError as exc:
+        _fail(str(exc))
+    click.echo(f'created {made.rule} (status = "preview")\ncreated {made.fixtures}')
+    click.echo(
+        "next: write the query and the cases, then\n"
+        f"  pytest tests/test_rule_fixtures.py -k {rule_id} --update-snapshots\n"
+        "  forensics rules readme"
+    )
 
 
 def main() -> None:
@@ -419,12 +499,15 @@ def main() -> None:
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("forensics: interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:  # `forensics scan … | head`: the reader left, nothing to say
+        # Python's documented recipe: point stdout at devnull so the flush at exit can not
+        # raise again; 141 is what a process ended by SIGPIPE returns.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
     except Exception as exc:
-        from forensics.redact import redact_text
-
         click.echo(
             f"forensics: internal error (a bug in forensics, please report it): "
-            f"{type(exc).__name__}: {redact_text(str(exc))}",
+            f"{type(exc).__name__}: {_shown(str(exc))}",
             err=True,
         )
         sys.exit(2)

@@ -1,8 +1,10 @@
 """The Markdown summary: verdict, causes, fixes and validation plan, to paste into an issue or PR.
 
 Model text is untrusted here too. Inline text is escaped so it can not become HTML, a link, an
-image (which the viewer would fetch) or a mention; excerpts go into fenced code blocks whose
-fence is longer than any backtick run inside them. Secrets are masked once more at the end.
+image (which the viewer would fetch), a mention or block structure (a heading, list, quote or
+table of its own); excerpts go into fenced code blocks whose fence is longer than any backtick
+run inside them. Control and bidi characters are shown escaped (safe.visible), as on the
+terminal. Secrets never get here: they are masked at ingest.
 """
 
 from __future__ import annotations
@@ -10,27 +12,115 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from forensics.render.safe import visible
+
 EXCERPT_CHARS = 400
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _SPACE = re.compile(r"\s+")
-# Inline punctuation that can start emphasis, code, links or images, strike-through or an
-# escape. Text is collapsed to one line after our own prefix, so line-start syntax (#, -, >, 1.)
-# never applies; `_` inside a word can not open emphasis and stays readable.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]~]|(?<!\w)_|_(?!\w))")
+# Inline punctuation that can start emphasis, code, links or images, strike-through, math
+# (GitHub renders $…$) or an escape; `|` splits a table row wherever the line sits. A `_`
+# between two letters or digits can neither open nor close emphasis and stays readable
+# (max_tokens); next to another `_` it can (`___`), so there it is escaped.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]~$|]|(?<![^\W_])_|_(?![^\W_]))")
+# Block syntax a value could open where it starts a line or a list item's content (`1. {step}`,
+# `- {keep}`, the indented line under a fix): an ATX heading, a bullet or ordered list item, a
+# setext underline or a thematic break. Its marker is backslash-escaped (`--flag` or `#W123`
+# open nothing and stay as they are); `>` and `<` are entities already, `*`, `_`, `` ` ``, `~`
+# and `|` escaped everywhere.
+_BLOCK_START = re.compile(
+    r"^ ?(?:(#)#{0,5}(?=\s|$)|([-+])(?=\s|$)|\d{1,9}([.)])(?=\s|$)|([-=])[-= ]*$)"
+)
+# GitHub turns some text into links by itself, outside any link syntax (GFM "extended
+# autolinks": http://, https://, ftp:// and www. addresses, e-mail addresses, mailto: and xmpp:).
+# A word of log text that holds `://`, `//host`, `www.` or `x@y.z` goes into a code
+# span instead: GitHub links nothing inside code, the address stays intact to copy, and the
+# reader sees it verbatim. Defanging (`https[:]//`) would also work but garbles what the log
+# said. An autolink never spans whitespace, so the whole word is taken, less the punctuation
+# around it that can not begin or end one.
+_LINKISH = re.compile(r"(?i)://|//\w|www\.|\S@\S*\.\w")
+_WORD = re.compile(r"\S+")
+_OPENERS = "([{<\"'"
+_CLOSERS = ".,:;!?)]}>\"'*_~"
 
 
-def _plain(text: str, in_table: bool = False) -> str:
-    text = _SPACE.sub(" ", str(text))
+def _escape(text: str) -> str:
+    """Prose (already one line, no link-like words) as literal Markdown text."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
-    if in_table:
-        text = text.replace("|", "\\|")
     # A zero-width space after @ keeps a copied log line from mentioning a GitHub user.
     return text.replace("@", "@\u200b")
 
 
-def _code(text: str, in_table: bool = False) -> str:
-    text = " ".join(str(text).split())
+def _block_safe(text: str) -> str:
+    """A leading block marker escaped: `# x` -> `\\# x`, `- x` -> `\\- x`, `1. x` -> `1\\. x`."""
+    m = _BLOCK_START.match(text)
+    if not m:
+        return text
+    mark = next(m.start(g) for g in range(1, 5) if m.group(g))
+    return f"{text[:mark]}\\{text[mark:]}"
+
+
+def _links_apart(text: str) -> list[tuple[str, str]]:
+    """Prose split into ("prose", text) and ("link", word) runs."""
+    runs, pos = [], 0
+    for m in _WORD.finditer(text):
+        word = m.group()
+        if not _LINKISH.search(word):
+            continue
+        lead = len(word) - len(word.lstrip(_OPENERS))
+        core = word[lead:].rstrip(_CLOSERS)
+        if not _LINKISH.search(core):
+            lead, core = 0, word
+        at = m.start() + lead
+        runs += [("prose", text[pos:at]), ("link", core)]
+        pos = at + len(core)
+    runs.append(("prose", text[pos:]))
+    return runs
+
+
+def _runs(text: str, spans: bool) -> list[tuple[str, str]]:
+    """text as prose, code (its `backticked` parts, when spans) and link runs. A link run that
+    touches a code run is merged with it: two code spans that touch parse as one, with the
+    wrong fence, and would let the rest out as Markdown."""
+    runs, pos = [], 0
+    for m in _CODE_SPAN.finditer(text) if spans else ():
+        runs += _links_apart(text[pos : m.start()])
+        runs.append(("code", m.group(1)))
+        pos = m.end()
+    runs += _links_apart(text[pos:])
+    merged: list[tuple[str, str]] = []
+    for kind, raw in runs:
+        if not raw:
+            continue
+        if merged and "prose" not in (kind, merged[-1][0]) and "link" in (kind, merged[-1][0]):
+            merged[-1] = ("link", merged[-1][1] + raw)
+        else:
+            merged.append((kind, raw))
+    return merged
+
+
+def _render(runs: list[tuple[str, str]], in_table: bool) -> str:
+    out = []
+    for i, (kind, raw) in enumerate(runs):
+        if kind != "prose":
+            out.append(_code(raw, in_table))
+            continue
+        text = _escape(visible(_SPACE.sub(" ", raw)))
+        if i == 0:  # where the value starts, it may start a line: no block syntax
+            text = _block_safe(text)
+        out.append(text)
+    return "".join(out)
+
+
+def _plain(text: object, in_table: bool = False) -> str:
+    """Log text as literal Markdown text (link-like words as code)."""
+    return _render(_runs(str(text).strip(), spans=False), in_table)
+
+
+def _code(text: object, in_table: bool = False) -> str:
+    text = visible(" ".join(str(text).split()))
+    if not text:
+        return ""  # a lone fence would pair with a later one and swallow what lies between
     if in_table:
         text = text.replace("|", "\\|")
     ticks = max((len(m) for m in re.findall(r"`+", text)), default=0)
@@ -43,16 +133,13 @@ def inline(text: str | None) -> str:
     """Escape prose; keep its `backticked` parts (flags, commands) as code spans."""
     if not text:
         return ""
-    out, pos = [], 0
-    for m in _CODE_SPAN.finditer(text):
-        out.append(_plain(text[pos : m.start()]))
-        out.append(_code(m.group(1)))
-        pos = m.end()
-    out.append(_plain(text[pos:]))
-    return "".join(out)
+    # Edge whitespace would keep `**{action}**` from closing its emphasis.
+    return _render(_runs(text.strip(), spans=True), in_table=False)
 
 
 def fenced(text: str, indent: str = "") -> str:
+    # Line breaks and tabs are the excerpt's layout; every other control character is shown.
+    text = visible(text, keep="\n\r\t")
     ticks = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, ticks + 1)
     lines = [f"{fence}text", *text.splitlines(), fence]
@@ -203,7 +290,7 @@ def _validation(m: dict[str, Any]) -> list[str]:
         for v in m["validation_checks"]:
             line = f"- [ ] {_code(v['rule'])}: {v['now']:,} → {v['target']}"
             if v["not_checked_for_lack_of"]:
-                missing = " or ".join(v["not_checked_for_lack_of"])
+                missing = _plain(" or ".join(v["not_checked_for_lack_of"]))
                 line += f" (not checked on some input: no {missing}; a 0 there proves nothing)"
             lines.append(line)
     lines.append("")

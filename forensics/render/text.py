@@ -1,54 +1,85 @@
-"""The terminal summary: verdict, ranked causes with their first fix, counts, where to look."""
+"""The terminal summary: verdict, ranked causes with their first fix, counts, where to look.
+
+Every value printed here may come from a log (titles and fixes embed values read from the
+data too), so each passes through safe.visible, and every finished line through
+safe.guard_line: no log text reaches the terminal raw or starts a GitHub Actions command.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
+
+from forensics.render.safe import guard_line, guard_lines, one_line
+from forensics.render.safe import visible as v
 
 
 def render(model: dict[str, Any], report_path: str | None = None) -> str:
+    """The summary printed after a scan (report_path: the HTML report, when one was written)."""
     s = model["summary"]
     lines = [
         f"forensics: {s['files']} file(s), {s['trajectories']} trajectories, {s['turns']} turns, "
         f"{s['findings']} findings, {s['rejects']} rejects",
         "",
-        model["verdict"],
+        v(model["verdict"]),
     ]
     for cause in model["causes"]:
         lines.append("")
-        lines.append(f"{cause['rank']}. {cause['title']}  [{cause['severity']}]")
-        lines.append(f"   {cause['why_ranked']}")
+        lines.append(f"{cause['rank']}. {v(cause['title'])}  [{v(cause['severity'])}]")
+        lines.append(f"   {v(cause['why_ranked'])}")
         for fix in cause["fixes"]:
-            lines.append(f"   fix {fix['rank']}: {fix['action']}")
+            lines.append(f"   fix {fix['rank']}: {v(fix['action'])}")
             if fix["rank"] == 1:
-                lines.append(f"          {fix['detail']}")
+                lines.append(f"          {v(fix['detail'])}")
         for ev in cause["evidence"][:2]:
             src = ev["source"]
-            lines.append(f"   e.g. {src['path']}:{src['line']}  {ev['rule']}: {ev['message']}")
+            lines.append(
+                f"   e.g. {v(src['path'])}:{v(src['line'])}  {v(ev['rule'])}: {v(ev['message'])}"
+            )
     if model["validation"]:
-        lines += ["", "validate:"] + [f"   {i}. {v}" for i, v in enumerate(model["validation"], 1)]
+        steps = [f"   {i}. {v(step)}" for i, step in enumerate(model["validation"], 1)]
+        lines += ["", "validate:", *steps]
     if s["findings_by_rule"]:
-        counts = ", ".join(f"{k} {v}" for k, v in s["findings_by_rule"].items())
+        counts = ", ".join(f"{v(k)} {n}" for k, n in s["findings_by_rule"].items())
         lines += ["", f"findings by rule: {counts}"]
     if model["not_checked"]:
         missing = sorted(
             {f"{n['rule']} (no {' or '.join(n['missing'])})" for n in model["not_checked"]}
         )
-        lines.append("not checked: " + "; ".join(missing))
+        lines.append("not checked: " + v("; ".join(missing)))
     notes = [f for f in model["files"] if f.get("note")]
     for f in notes[:5]:
-        lines.append(f"note: {f['path']}: {f['note']}")
+        lines.append(f"note: {v(f['path'])}: {v(f['note'])}")
     if len(notes) > 5:
         lines.append(f"… and {len(notes) - 5} more notes (see --explain-formats)")
     if model["skipped"]:
         why = Counter(s["reason"] for s in model["skipped"])
-        kinds = ", ".join(f"{n} {r}" for r, n in sorted(why.items()))
+        kinds = ", ".join(f"{n} {v(r)}" for r, n in sorted(why.items()))
         lines.append(f"skipped in directory walks: {len(model['skipped'])} ({kinds})")
     for reject in model["rejects"][:5]:
         where = f"{reject['path']}:{reject['line']}" if reject["line"] else reject["path"]
-        lines.append(f"rejected: {where}: {reject['reason']}")
+        lines.append(f"rejected: {v(where)}: {v(reject['reason'])}")
     if len(model["rejects"]) > 5:
         lines.append(f"… and {len(model['rejects']) - 5} more rejects (see the report)")
     if report_path:
-        lines += ["", f"report: {report_path}"]
-    return "\n".join(lines) + "\n"
+        lines += ["", f"report: {v(report_path)}"]
+    return guard_lines("\n".join(lines)) + "\n"
+
+
+def explain_formats(model: dict[str, Any]) -> str:
+    """--explain-formats: how each file was detected, its note, what the walk skipped."""
+    lines = []
+    for f in model["files"]:
+        lines.append(f"{v(f['path'])}: {v(f['format'] or 'rejected')} — {v(f['detected_because'])}")
+        if f.get("note"):
+            lines.append(f"  note: {v(f['note'])}")
+    for s in model["skipped"]:
+        lines.append(f"{v(s['path'])}: skipped — {v(s['reason'])}")
+    return "".join(guard_line(line) + "\n" for line in lines)
+
+
+def gate_lines(lines: Iterable[str]) -> str:
+    """The gate's verdict lines (gate.Verdict.lines), which name rules, paths and trajectory
+    ids from the data: each escaped and guarded as one line."""
+    return "".join(one_line(line) + "\n" for line in lines)
