@@ -40,7 +40,7 @@ def load_side(spec: str, rules_dirs: list[Path], settings: Settings) -> dict[str
             return doc
     from forensics.pipeline import scan
 
-    result = scan([spec], rules_dirs, settings)
+    result = scan([spec], rules_dirs=rules_dirs, settings=settings)
     if result.trajectories.is_empty() and not any(getattr(f, "note", None) for f in result.files):
         reasons = "; ".join(
             f"{r['source_path']}: {r['reason']}" for r in result.rejects.head(3).to_dicts()

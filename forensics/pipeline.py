@@ -1,7 +1,11 @@
-"""The pipeline as functions: files -> turns -> findings -> causes. The CLI only wires it up."""
+"""The pipeline as functions: files -> turns -> findings -> causes -> report. The command line
+and notebooks call `scan`; the CLI only wires its results to files, the terminal and exit
+codes."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,30 +13,114 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from forensics import atomic, engine, enrich, ingest, schema
 from forensics import diagnose as diagnose_mod
-from forensics import engine, enrich, ingest, schema
+from forensics import report as report_model
 from forensics.config import Settings
 from forensics.ingest.files import InputError
 from forensics.redact import redact_name, redact_table, redact_text
+from forensics.render import html, jsonout, markdown
+from forensics.report_types import Report
 from forensics.result import ScanResult
+
+PathLike = str | os.PathLike[str]
+
+
+class Scan(ScanResult):
+    """A scan's tables and diagnosis, with the writers the command line uses.
+
+    Examples
+    --------
+    >>> import forensics
+    >>> result = forensics.scan("sample_logs/output2.txt")
+    >>> result
+    Scan(files=1, trajectories=4, turns=82, findings=47, rejects=0)
+    >>> result.findings.group_by("rule").len().sort("rule").rows()
+    [('no-action-failure', 3), ('reasoning-leak', 21), ('think-loop', 5), ('unclosed-think', 18)]
+    """
+
+    def report(self, *, page: bool = False) -> Report:
+        """The report model every output renders (see forensics.report_types.Report)."""
+        return report_model.build(self, page=page)
+
+    def write_report(self, directory: PathLike = "forensics-report") -> Path:
+        """Write the self-contained HTML report; returns the path of report.html.
+
+        Examples
+        --------
+        >>> import tempfile, forensics
+        >>> out = forensics.scan("sample_logs/output2.txt").write_report(tempfile.mkdtemp())
+        >>> out.name
+        'report.html'
+        """
+        return atomic.write_text(
+            Path(directory) / "report.html", html.render(self.report(page=True))
+        )
+
+    def write_json(self, path: PathLike) -> Path:
+        """Write the machine result (what `scan --json` writes, without the gate verdict)."""
+        return atomic.write_text(Path(path), jsonout.render(self.report()))
+
+    def write_markdown(self, path: PathLike) -> Path:
+        """Write the Markdown summary (what `scan --md` writes)."""
+        return atomic.write_text(Path(path), markdown.render(self.report()))
 
 
 def scan(
-    paths: list[str],
-    rules_dirs: list[Path] | None = None,
-    settings: Settings | None = None,
+    paths: PathLike | Sequence[PathLike],
     *,
-    exclude: list[Path] | None = None,
-) -> ScanResult:
-    """Scan files, directories or globs; raises files.InputError / engine.RuleError /
-    config.ConfigError on misuse. settings: disabled rules, severity overrides, ignore-paths,
-    size limits; exclude: the scan's own outputs, skipped when a directory walk meets them."""
+    rules_dirs: Sequence[PathLike] | None = None,
+    settings: Settings | None = None,
+    exclude: Sequence[PathLike] | None = None,
+) -> Scan:
+    """Scan logs and result files: ingest, enrich, check, diagnose.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        Files, directories (walked; hidden entries, non-artifacts and `exclude` skipped) and
+        globs. `.gz` is read transparently; each file's format is detected from its content.
+    rules_dirs : sequence of paths, optional
+        Extra rule directories in the rule pack's TOML format, added to the built-in pack.
+    settings : Settings, optional
+        Disabled rules, severity overrides, ignore-paths and size caps, as `[tool.forensics]`
+        gives them (`forensics.config.load()` reads the nearest config file).
+    exclude : sequence of paths, optional
+        This scan's own outputs: skipped (and listed as skipped) when a walk meets them.
+
+    Returns
+    -------
+    Scan
+        `turns`, `trajectories`, `findings` and `rejects` as polars DataFrames, the files read
+        and skipped, the diagnosis, `sql()` over every table and view, and the writers.
+
+    Raises
+    ------
+    forensics.ingest.files.InputError
+        A path that does not exist (every other input problem is a row of `rejects`).
+    forensics.engine.RuleError
+        A rule file that can not be loaded.
+    forensics.config.ConfigError
+        Settings that can not be used as given.
+
+    Examples
+    --------
+    >>> import forensics
+    >>> result = forensics.scan(["sample_logs/output2.txt"])
+    >>> result.sql("select count(*) from findings where rule = 'unclosed-think'").fetchall()
+    [(18,)]
+    >>> result.diagnosis.causes[0].id
+    'truncated-output'
+    """
     settings = settings or Settings()
-    rules = settings.apply(engine.load_rules(rules_dirs))
+    rules = settings.apply(engine.load_rules([Path(d) for d in rules_dirs or []]))
+    names = (
+        [os.fspath(paths)] if isinstance(paths, str | os.PathLike) else list(map(os.fspath, paths))
+    )
     data = redacted(
         ingest.ingest(
-            paths,
-            exclude=exclude,
+            names,
+            exclude=[Path(p) for p in exclude or []],
             limits=settings.limits,
             ignore=settings.ignores if settings.ignore_paths else None,
         )
@@ -50,7 +138,7 @@ def scan(
         rules,
         engine.default_rules_dir(),
     )
-    return ScanResult(
+    return Scan(
         turns=turns,
         trajectories=trajectories,  # type: ignore[arg-type]
         findings=checked.findings,
@@ -86,9 +174,18 @@ def redacted(data: ingest.Ingested) -> ingest.Ingested:
 
 
 def connect(
-    paths: list[str],
-    rules_dirs: list[Path] | None = None,
+    paths: PathLike | Sequence[PathLike],
+    *,
+    rules_dirs: Sequence[PathLike] | None = None,
     settings: Settings | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """Scan and return a DuckDB connection over every table and view, for notebooks."""
-    return scan(paths, rules_dirs, settings).connection()
+    """Scan and return an in-memory DuckDB connection over every table and view.
+
+    Examples
+    --------
+    >>> import forensics
+    >>> con = forensics.connect("sample_logs/output2.txt")
+    >>> con.sql("select count(*) from trajectories").fetchall()
+    [(4,)]
+    """
+    return scan(paths, rules_dirs=rules_dirs, settings=settings).connection()

@@ -85,6 +85,11 @@ class ScanResult:
     diagnosis: diagnose_mod.Diagnosis
     _con: duckdb.DuckDBPyConnection | None = field(default=None, init=False, repr=False)
 
+    def __repr__(self) -> str:
+        counts = f"files={len(self.files)}, trajectories={self.trajectories.height}, "
+        counts += f"turns={self.turns.height}, findings={self.findings.height}, "
+        return f"{type(self).__name__}({counts}rejects={self.rejects.height})"
+
     def connection(self) -> duckdb.DuckDBPyConnection:
         """In-memory DuckDB with every table of schema.TABLES and the views of VIEWS."""
         if self._con is None:

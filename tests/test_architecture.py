@@ -56,3 +56,34 @@ def test_diff_refuses_a_result_of_another_schema_version(tmp_path):
     res = CliRunner().invoke(cli, ["diff", str(old), str(out)])
     assert res.exit_code == 2
     assert f"report schema {report.SCHEMA_VERSION - 1}" in res.output
+
+
+def test_a_container_format_claims_its_file_from_bytes_and_path(tmp_path, monkeypatch):
+    """Binary containers (a zip of JSON members) are claimed before text detection would call
+    them binary: registering a format is all a new container needs."""
+    import dataclasses
+
+    from forensics import ingest
+
+    seen = []
+
+    def claim(head: bytes, path):
+        return (
+            "zip with a .demo name"
+            if head[:4] == b"PK\x03\x04" and path.suffix == ".demo"
+            else None
+        )
+
+    def read(path, collector):
+        seen.append(path.name)
+        collector.note(str(path), "read by the demo container format")
+        return 0
+
+    demo = dataclasses.replace(ingest.FORMATS[0], name="demo", claim=claim, ingest=read)
+    monkeypatch.setattr(ingest, "FORMATS", [demo, *ingest.FORMATS])
+    (tmp_path / "run.demo").write_bytes(b"PK\x03\x04" + bytes(range(256)))
+    (tmp_path / "other.bin").write_bytes(b"PK\x03\x04" + bytes(range(256)))
+    data = ingest.ingest([str(tmp_path)])
+    formats = {f.path.rsplit("/", 1)[1]: (f.format, f.reason) for f in data.files}
+    assert formats["run.demo"] == ("demo", "zip with a .demo name")
+    assert formats["other.bin"][0] is None and seen == ["run.demo"]

@@ -29,8 +29,11 @@ from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector
 class Format:
     name: str
     description: str
-    sniff: Callable[[str], str | None]  # head of the file -> why it matches, or None
+    sniff: Callable[[str], str | None]  # head of the file as text -> why it matches, or None
     ingest: Callable[[Path, Collector], int]
+    # A container format (a zip of JSON members, …) claims its file from the raw first bytes
+    # and the path, before text detection would call the file binary.
+    claim: Callable[[bytes, Path | None], str | None] | None = None
 
 
 def _sniff_tau_results(head: str) -> str | None:
@@ -112,8 +115,12 @@ class Ingested:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def detect(head: bytes) -> tuple[Format | None, str]:
-    """The format of a file from its first bytes, and the reason for the verdict."""
+def detect(head: bytes, path: Path | None = None) -> tuple[Format | None, str]:
+    """The format of a file from its first bytes (and its path, for containers), and the
+    reason for the verdict."""
+    for fmt in FORMATS:
+        if fmt.claim is not None and (why := fmt.claim(head, path)) is not None:
+            return fmt, why
     if not head.strip():
         return None, "empty file"
     if b"\x00" in head:
@@ -195,7 +202,7 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
     becomes a reject naming the file; the rows it had already produced are kept."""
     name = str(path)
     try:
-        fmt, why = detect(files.head(path))
+        fmt, why = detect(files.head(path), path)
     except OSError as exc:
         fmt, why = None, f"cannot read: {exc.strerror or exc}"
     if fmt is None:
