@@ -17,7 +17,7 @@ from typing import Any
 
 from forensics.engine import CAUSES_FILE, Rule, RuleError, check_keys, read_toml
 
-CAUSE_KEYS = ("id", "title", "order", "explains", "validate", "rules_to_zero", "fix")
+CAUSE_KEYS = ("id", "title", "order", "explains", "validate", "followup", "rules_to_zero", "fix")
 FIX_KEYS = ("action", "detail", "when")
 # Causes no file orders come after every declared one.
 FALLBACK_ORDER = 99
@@ -32,6 +32,8 @@ class CauseSpec:
     validate: str
     rules_to_zero: list[str]
     fixes: list[dict[str, str]]
+    # A last validation step for this cause (what to check by hand after the rerun), if any.
+    followup: str = ""
     # Built from a rule because no causes.toml defines it (see fallback()).
     fallback: bool = field(default=False, compare=False)
 
@@ -53,8 +55,9 @@ def _cause(raw: Any, where: str) -> CauseSpec:
     for key in ("explains", "rules_to_zero"):
         if not _strings(raw.get(key, [])):
             raise RuleError(f"{name}: {key} must be a list of rule ids")
-    if not isinstance(raw.get("validate", ""), str):
-        raise RuleError(f"{name}: validate must be a string")
+    for key in ("validate", "followup"):
+        if not isinstance(raw.get(key, ""), str):
+            raise RuleError(f"{name}: {key} must be a string")
     fixes = raw.get("fix", [])
     if not isinstance(fixes, list):
         raise RuleError(f"{name}: fix must be [[cause.fix]] tables")
@@ -74,6 +77,7 @@ def _cause(raw: Any, where: str) -> CauseSpec:
         validate=raw.get("validate", ""),
         rules_to_zero=list(raw.get("rules_to_zero", [])),
         fixes=[dict(f) for f in fixes],
+        followup=raw.get("followup", ""),
     )
 
 

@@ -41,10 +41,29 @@ class Cause:
     evidence: list[str]  # finding ids, most telling first
     explains: list[dict[str, Any]] = field(default_factory=list)
     validate: str = ""
+    followup: str = ""
     rules_to_zero: list[str] = field(default_factory=list)
     trajectory_ids: list[str] = field(default_factory=list)
     # The parameters the fix texts were filled with (observed cap, recommended cap, parser, …).
     facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParserCheck:
+    """The --tool-call-parser a run's server ran with, against the one its model needs."""
+
+    run_id: str
+    parser: str
+    model: str | None
+    expected: str | None
+
+    @property
+    def verdict(self) -> str:
+        if self.expected == self.parser:
+            return f"matches {self.model}"
+        if self.expected:
+            return f"{self.model} needs {self.expected}"
+        return f"no known parser for {self.model or 'an unknown model'}"
 
 
 @dataclass
@@ -53,6 +72,7 @@ class Diagnosis:
     keep: list[str]
     validation: list[str]
     verdict: str
+    parsers: list[ParserCheck] = field(default_factory=list)
 
 
 class _Facts(dict):
@@ -163,6 +183,7 @@ def diagnose(
                 evidence=evidence,
                 explains=claimed.get(cid, []),
                 validate=spec.validate,
+                followup=spec.followup,
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
                 trajectory_ids=sorted(ids),
                 facts=dict(facts),
@@ -179,11 +200,32 @@ def diagnose(
             f"reward lost {c.reward_lost:g}"
             + ("; upstream of " + ", ".join(e["rule"] for e in c.explains) if c.explains else "")
         )
-    keep = _keep(turns, trajectories, findings)
-    return Diagnosis(causes, keep, _validation(causes, trajectories), _verdict(causes, total))
+    parsers = _parser_checks(trajectories)
+    keep = _keep(turns, trajectories, findings, parsers)
+    return Diagnosis(
+        causes, keep, _validation(causes, trajectories), _verdict(causes, total), parsers
+    )
 
 
-def _keep(turns: pl.DataFrame, trajectories: pl.DataFrame, findings: pl.DataFrame) -> list[str]:
+def _parser_checks(trajectories: pl.DataFrame) -> list[ParserCheck]:
+    """One check per run and model whose server names its tool-call parser (a run label)."""
+    checks: dict[tuple[str, str | None], ParserCheck] = {}
+    for row in trajectories.sort("run_id").iter_rows(named=True):
+        labels = {lab["key"]: lab["value"] for lab in row["labels"] or []}
+        parser = labels.get("server.tool_call_parser")
+        model = row["agent_model"]
+        if parser and (parser, model) not in checks:
+            expected = match_model(TOOL_CALL_PARSERS, model)
+            checks[(parser, model)] = ParserCheck(row["run_id"], parser, model, expected)
+    return list(checks.values())
+
+
+def _keep(
+    turns: pl.DataFrame,
+    trajectories: pl.DataFrame,
+    findings: pl.DataFrame,
+    parsers: list[ParserCheck],
+) -> list[str]:
     """What works and should stay as it is: measured, not assumed."""
     keep = []
     flagged = set(findings["trajectory_id"].to_list())
@@ -197,40 +239,57 @@ def _keep(turns: pl.DataFrame, trajectories: pl.DataFrame, findings: pl.DataFram
             f"{clean.height} {noun} (task {tasks}) ran without findings{mean}: "
             "the harness, tools and scoring work — keep them as the control."
         )
-    for row in trajectories.unique("run_id", keep="first").sort("run_id").iter_rows(named=True):
-        labels = {lab["key"]: lab["value"] for lab in row["labels"] or []}
-        parser = labels.get("server.tool_call_parser")
-        expected = match_model(TOOL_CALL_PARSERS, row["agent_model"])
-        if parser and expected == parser:
-            agent = turns.filter((pl.col("run_id") == row["run_id"]) & (pl.col("actor") == "agent"))
-            leaked = agent.filter(pl.col("content").str.contains("<tool_call>")).height
-            if leaked == 0:
-                keep.append(
-                    f"--tool-call-parser {parser} matches {row['agent_model']} and no tool-call "
-                    f"markup leaked into content in {row['run_id']}: keep it."
-                )
+    for check in parsers:
+        if check.expected != check.parser:
+            continue
+        agent = turns.filter((pl.col("run_id") == check.run_id) & (pl.col("actor") == "agent"))
+        if agent.filter(pl.col("content").str.contains("<tool_call>")).is_empty():
+            keep.append(
+                f"--tool-call-parser {check.parser} matches {check.model} and no tool-call "
+                f"markup leaked into content in {check.run_id}: keep it."
+            )
     return keep
 
 
+# How to rerun a few tasks, by the harness that wrote the scanned files.
+_RERUN = {
+    "tau_bench_log": "tau-bench run.py: --task-ids {tasks}",
+    "tau_bench_results": "tau-bench run.py: --task-ids {tasks}",
+    "tau2_results": "tau2 run: --task-ids {tasks}",
+    "tau2_simulation": "tau2 run: --task-ids {tasks}",
+}
+# What the next scan reads, by the kind of file scanned.
+_ARTIFACT = {
+    "tau_bench_log": "log",
+    "tau_bench_results": "results",
+    "tau2_results": "results",
+    "tau2_simulation": "results",
+}
+
+
 def _validation(causes: list[Cause], trajectories: pl.DataFrame) -> list[str]:
+    """Rerun a few affected tasks, then what the next scan must show, phrased for the files
+    that were scanned: a harness's rerun flag only for its own files, each cause's own check."""
     if not causes:
         return []
     affected = trajectories.filter(pl.col("trajectory_id").is_in(causes[0].trajectory_ids))
     shortest = affected.unique("task_id").sort(["turn_count", "task_id"]).head(2)
     tasks = list(dict.fromkeys(str(t) for t in shortest["task_id"].to_list() if t is not None))
+    formats = set(affected["source_format"].to_list())
     steps = []
     if tasks:
-        steps.append(
-            f"Apply fix 1 of cause 1, then rerun the {len(tasks)} shortest affected tasks "
-            f"(tau-bench: --task-ids {' '.join(tasks)}) before the full run."
-        )
+        rerun = {_RERUN.get(f) for f in formats}
+        flag = rerun.pop() if len(rerun) == 1 else None
+        how = f" ({flag.format(tasks=' '.join(tasks))})" if flag else ""
+        noun = "task" if len(tasks) == 1 else f"{len(tasks)} shortest affected tasks"
+        steps.append(f"Apply fix 1 of cause 1, then rerun the {noun}{how} before the full run.")
+    scanned = set(trajectories["source_format"].to_list())
+    kinds = {_ARTIFACT.get(f, "capture") for f in scanned}
+    artifact = kinds.pop() if len(kinds) == 1 else "run"
     for c in causes:
         zero = ", ".join(c.rules_to_zero)
-        steps.append(f"Scan the new log: {c.validate} ({zero} must report 0 findings).")
-    steps.append(
-        "Check that agent turns now carry tool_calls and that the rerun tasks earn reward; "
-        "if truncation is gone but still no tool calls appear, look at the tool-call parser next."
-    )
+        steps.append(f"Scan the new {artifact}: {c.validate} ({zero} must report 0 findings).")
+    steps += [c.followup for c in causes if c.followup]
     return steps
 
 

@@ -6,13 +6,13 @@ numbers, excerpts and page data the renderers need, so no renderer reads a table
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 import polars as pl
 
-from forensics.facts import CHARS_PER_TOKEN, TOOL_CALL_PARSERS
+from forensics.diagnose import ParserCheck
+from forensics.facts import CHARS_PER_TOKEN
 from forensics.report_types import LENGTH_COLUMNS, Finding, Report
 from forensics.result import ScanResult
 
@@ -143,7 +143,7 @@ def _fix_plan(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return plan
 
 
-def _parameters(causes: list[dict[str, Any]], trajectories: pl.DataFrame) -> list[dict[str, Any]]:
+def _parameters(causes: list[dict[str, Any]], parsers: list[ParserCheck]) -> list[dict[str, Any]]:
     """The numbers and names the fixes use, each with the cause it came from."""
     rows = []
     for c in causes:
@@ -155,30 +155,13 @@ def _parameters(causes: list[dict[str, Any]], trajectories: pl.DataFrame) -> lis
             rows.append(
                 {"key": key, "label": label, "value": fmt.format(value), "cause_rank": c["rank"]}
             )
-    # The tool-call parser the server ran with (a run label), against the one the model needs.
-    seen = set()
-    for row in trajectories.sort("run_id").iter_rows(named=True):
-        labels = {lab["key"]: lab["value"] for lab in row["labels"] or []}
-        parser = labels.get("server.tool_call_parser")
-        if not parser or (parser, row["agent_model"]) in seen:
-            continue
-        seen.add((parser, row["agent_model"]))
-        expected = next(
-            (v for pat, v in TOOL_CALL_PARSERS if re.search(pat, row["agent_model"] or "", re.I)),
-            None,
-        )
-        verdict = (
-            f"matches {row['agent_model']}"
-            if expected == parser
-            else f"{row['agent_model']} needs {expected}"
-            if expected
-            else f"no known parser for {row['agent_model'] or 'an unknown model'}"
-        )
+    # The tool-call parser the server ran with, as diagnosis judged it.
+    for check in parsers:
         rows.append(
             {
                 "key": "tool_call_parser",
                 "label": "tool-call parser the server ran with",
-                "value": f"--tool-call-parser {parser} ({verdict})",
+                "value": f"--tool-call-parser {check.parser} ({check.verdict})",
                 "cause_rank": None,
             }
         )
@@ -532,7 +515,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         "keep": result.diagnosis.keep,
         "validation": result.diagnosis.validation,
         "fix_plan": _fix_plan(causes),
-        "parameters": _parameters(causes, result.trajectories),
+        "parameters": _parameters(causes, result.diagnosis.parsers),
         "validation_checks": _checks(causes, rule_counts, not_checked),
         "findings": findings,
         "trajectories": _trajectory_rows(result),
