@@ -7,9 +7,9 @@ at a time, so a large scan is not copied whole a second time on its way to disk.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,14 +51,16 @@ def _reader(frame: pl.DataFrame, target: pa.Schema, rows: int) -> pa.RecordBatch
 def write_duckdb(result: ScanResult, path: Path, rows: int = BATCH_ROWS) -> None:
     """A DuckDB file with every table (columns commented with their schema docs) and view.
 
-    Built next to the target and moved into place, so a failed write never leaves a half
-    database where the last good one was.
+    Built under a unique name next to the target and moved into place, so a failed or
+    interrupted write never leaves a half database where the last good one was, and two scans
+    writing the same target never write into one file.
     """
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
-            stale.unlink(missing_ok=True)
         path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent)) / path.name
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot write the database: {exc}") from None
+    try:
         con = duckdb.connect(str(tmp))
         try:
             con.execute(f"set memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
@@ -75,9 +77,9 @@ def write_duckdb(result: ScanResult, path: Path, rows: int = BATCH_ROWS) -> None
             con.close()
         os.replace(tmp, path)
     except (OSError, duckdb.Error) as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
         raise StoreError(f"{path}: cannot write the database: {exc}") from None
+    finally:
+        shutil.rmtree(tmp.parent, ignore_errors=True)
 
 
 def write_parquet(
@@ -126,9 +128,16 @@ def _write_parquet(
 
 
 def _write_file(path: Path, frame: pl.DataFrame, target: pa.Schema, rows: int) -> None:
-    with pq.ParquetWriter(path, target, compression="zstd") as writer:
-        for table in _slices(frame, target, rows):
-            writer.write_table(table)
+    """One Parquet file, written under a unique name and renamed into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with pq.ParquetWriter(tmp, target, compression="zstd") as writer:
+            for table in _slices(frame, target, rows):
+                writer.write_table(table)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def query(db: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -304,3 +304,22 @@ def test_schema_command_lists_new_tables_and_views():
     assert "\ncauses\n" in res.output and "\nruns\n" in res.output
     for view in VIEWS:
         assert f"  {view}  " in res.output
+
+
+def test_two_scans_writing_the_same_db_and_parquet_never_collide(tmp_path):
+    """Each write builds under a unique name and is renamed into place: concurrent writers
+    both succeed, the target is whole, and no temporary file is left behind."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    result = forensics.scan(SAMPLE_INPUTS, settings=pinned_rules.settings())
+    target, pq_dir = tmp_path / "x.duckdb", tmp_path / "pq"
+    with ThreadPoolExecutor(2) as pool:
+        for job in [pool.submit(store.write_duckdb, result, target) for _ in range(2)]:
+            job.result()
+        for job in [pool.submit(store.write_parquet, result, pq_dir) for _ in range(2)]:
+            job.result()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pq", "x.duckdb"]
+    assert sorted(p.name for p in pq_dir.iterdir()) == sorted(f"{t}.parquet" for t in TABLES)
+    con = duckdb.connect(str(target), read_only=True)
+    assert con.sql("select count(*) from findings").fetchall() == [(result.findings.height,)]
+    con.close()
