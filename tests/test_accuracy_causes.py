@@ -6,38 +6,21 @@ import re
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 import pytest
 
-from forensics import accuracy, causes, diagnose, engine, facts, schema
+from forensics import accuracy, causes, diagnose, engine, facts
 from forensics.enrich import enrich
 
 from conftest import DATA
+from episodes import tables as episode_tables
 
 RULES = engine.load_rules()
 
 
 def _diagnose(episodes: dict[str, list[dict[str, Any]]], labels: dict[str, str] | None = None):
-    rows, trajectories = [], []
-    for tid, turns in episodes.items():
-        for index, turn in enumerate(turns):
-            row: dict[str, Any] = dict.fromkeys(schema.RAW_TURNS.names)
-            row.update(tool_calls=[], source_path="t.jsonl", source_line=index + 1)
-            row.update(turn, trajectory_id=tid, turn_index=index, run_id="run", task_id=tid)
-            rows.append(row)
-        trajectories.append(
-            {
-                "trajectory_id": tid,
-                "run_id": "run",
-                "task_id": tid,
-                "reward": 0.0,
-                "labels": [{"key": k, "value": v} for k, v in sorted((labels or {}).items())],
-            }
-        )
-    turns = enrich(pa.Table.from_pylist(rows, schema=schema.RAW_TURNS))
-    episodes_table = pl.from_arrow(pa.Table.from_pylist(trajectories, schema=schema.TRAJECTORIES))
-    found = engine.check(turns, episodes_table, RULES).findings  # type: ignore[arg-type]
-    return diagnose.diagnose(found, turns, episodes_table, RULES, engine.default_rules_dir())  # type: ignore[arg-type]
+    turns, episodes_table = episode_tables(episodes, labels)
+    found = engine.check(turns, episodes_table, RULES).findings
+    return diagnose.diagnose(found, turns, episodes_table, RULES, engine.default_rules_dir())
 
 
 def _cause(diagnosis, cause_id):

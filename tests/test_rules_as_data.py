@@ -17,16 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from test_rule_fixtures import load_cases, problems, run_cases, snapshot, verdict
 
 from forensics import accuracy, catalogue, causes, config, diagnose, engine, params, schema
 from forensics.cli import cli
-from forensics.enrich import enrich
 
 from conftest import ROOT, SAMPLES
+from episodes import tables as episode_tables
 
 PACK = engine.default_rules_dir()
 
@@ -51,23 +50,8 @@ def rule_file(directory: Path, name: str, text: str) -> Path:
     return path
 
 
-def _turns(episodes: dict[str, list[dict[str, Any]]]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    rows, trajectories = [], []
-    for tid, turns in episodes.items():
-        for index, turn in enumerate(turns):
-            row: dict[str, Any] = dict.fromkeys(schema.RAW_TURNS.names)
-            row.update(tool_calls=[], source_path="t.jsonl", source_line=index + 1)
-            row.update(turn, trajectory_id=tid, turn_index=index, run_id="run", task_id=tid)
-            rows.append(row)
-        trajectories.append({"trajectory_id": tid, "run_id": "run", "task_id": tid, "reward": 0.0})
-    return (
-        enrich(pa.Table.from_pylist(rows, schema=schema.RAW_TURNS)),  # type: ignore[return-value]
-        pl.from_arrow(pa.Table.from_pylist(trajectories, schema=schema.TRAJECTORIES)),  # type: ignore[return-value]
-    )
-
-
 def _diagnosis(rules: list[engine.Rule], episodes: dict[str, list[dict[str, Any]]]):
-    turns, trajectories = _turns(episodes)
+    turns, trajectories = episode_tables(episodes)
     found = engine.check(turns, trajectories, rules).findings
     return found, diagnose.diagnose(found, turns, trajectories, rules, PACK)
 
@@ -416,7 +400,7 @@ def test_data_column_becomes_details(tmp_path):
         "tiny.toml",
         GOOD.replace("'' as evidence", "'' as evidence, {'n': visible_chars, 'ok': true} as data"),
     )
-    turns, trajectories = _turns({"a": [{"role": "assistant", "content": "z" * 12}]})
+    turns, trajectories = episode_tables({"a": [{"role": "assistant", "content": "z" * 12}]})
     rules = engine.load_rules([tmp_path])
     found = engine.check(turns, trajectories, rules).findings
     tiny = found.filter(pl.col("rule") == "tiny")
@@ -457,7 +441,9 @@ def test_fix_texts_survive_a_reworded_message(tmp_path, rule):
     """Fix parameters come from the rule's data: rewording its message (or its evidence)
     changes no fix text."""
     episode, old, new, named = REWORDED[rule]
-    turns, trajectories = _turns({"a": episode.get("turns", [{"role": "user", "content": "x"}])})
+    turns, trajectories = episode_tables(
+        {"a": episode.get("turns", [{"role": "user", "content": "x"}])}
+    )
     if "error" in episode:  # an episode that left no turns
         turns = turns.clear()
         trajectories = trajectories.with_columns(
