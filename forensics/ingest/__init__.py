@@ -23,6 +23,7 @@ from forensics.ingest import (
     tau_results,
 )
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector
+from forensics.ingest.rows import clean_text
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ def _read(expansion: files.Expansion, limits: files.Limits) -> Ingested:
     reports: list[FileReport] = []
     for path, reason in expansion.rejected:
         collector.reject(path, None, reason)
-        reports.append(FileReport(path, None, reason, 0))
+        reports.append(FileReport(clean_text(path), None, reason, 0))
     for path in expansion.files:
         with files.reading(limits) as damage:
             reports.append(_read_file(path, collector, damage))
@@ -194,13 +195,14 @@ def _read(expansion: files.Expansion, limits: files.Limits) -> Ingested:
         if report.format == sidecars.FORMAT:
             report.note = sidecars.describe(Path(report.path), trajectories)
     reports.sort(key=lambda r: r.path)
-    return Ingested(turns, trajectories, rejects, reports, list(expansion.skipped))
+    skipped = [(clean_text(p), reason) for p, reason in expansion.skipped]
+    return Ingested(turns, trajectories, rejects, reports, skipped)
 
 
 def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileReport:
     """One file into the collector. Whatever happens inside a reader stays with this file: it
     becomes a reject naming the file; the rows it had already produced are kept."""
-    name = str(path)
+    name = clean_text(str(path))  # what tables and reports call the file (see records)
     try:
         fmt, why = detect(files.head(path), path)
     except OSError as exc:
@@ -233,7 +235,7 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
         records = len(collector.trajectory_rows) - episodes_before
     for reason in damage:
         collector.reject(name, None, reason, source_format=fmt.name)
-    note = "; ".join(collector.notes.get(name, [])) or None
+    note = "; ".join(collector.notes.get(str(path), [])) or None
     if records == 0 and note is None and collector.rejects_of(name) == rejects_before:
         # The text scanner accepts any text; a file it found nothing in was never a log.
         reason = "no recognizable records (unknown format)"

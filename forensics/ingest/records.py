@@ -396,6 +396,9 @@ class Collector:
 
     def add_episode(self, ep: Episode) -> None:
         run = ep.run
+        # A file name that is not UTF-8 reaches Python as lone surrogates: shown with U+FFFD,
+        # it still names the file, and the rows built from it stay writable.
+        ep.source_path, run.run_id = clean_text(ep.source_path), clean_text(run.run_id)
         rows: list[dict[str, Any]] = []
         dropped = 0
         for index, (line, msg) in enumerate(ep.messages):
