@@ -155,7 +155,29 @@ def _rules_option(f: Callable) -> Callable:
     "--write-baseline",
     "write_baseline",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Record the current findings by fingerprint in this file.",
+    help="Record the current findings by fingerprint in this file and exit 0: writing a "
+    "baseline is not a gate run.",
+)
+@click.option(
+    "--allow-unchecked",
+    is_flag=True,
+    help="Do not fail when a --max-rate rule can run on none of the inputs (it lacks the "
+    "columns it reads); the gate says so instead [default: config, else fail].",
+)
+@click.option(
+    "--allow-unreadable",
+    is_flag=True,
+    help="Do not fail when an input file yields nothing readable (wrong format, wholly "
+    "truncated, an empty checkpoint); the gate still lists each [default: config, else fail]. "
+    "No readable input at all always fails.",
+)
+@click.option(
+    "--max-rejects",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Fail when more than N records of the files that were read are rejected "
+    "[default: config, else not gated].",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when the gate fails (2 still 2).")
 @_config_options
@@ -187,6 +209,9 @@ def scan(
     max_rate: dict[str, float],
     baseline_path: Path | None,
     write_baseline: Path | None,
+    allow_unchecked: bool,
+    allow_unreadable: bool,
+    max_rejects: int | None,
     exit_zero: bool,
     config_path: Path | None,
     no_config: bool,
@@ -196,8 +221,11 @@ def scan(
 ) -> None:
     """Scan logs and result files; print the diagnosis, write the report and outputs.
 
-    Exit codes: 0 the gate passes, 1 findings at or above --fail-on (or a --max-rate exceeded),
-    2 usage or input error. Flags win over [tool.forensics] settings.
+    Exit codes: 0 the gate passes; 1 the gate fails: a finding at or above --fail-on, a
+    --max-rate exceeded or naming a rule that can run on none of the inputs, an input file
+    with nothing readable (or no readable input at all), more rejected records than
+    --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
+    is written, whatever was found. Flags win over [tool.forensics] settings.
     """
     from forensics import __version__, store
     from forensics import report as report_model
@@ -223,20 +251,28 @@ def scan(
             max_rate={**settings.max_rate, **max_rate},
             baseline=baseline,
             exit_zero=exit_zero,
+            allow_unchecked=allow_unchecked or settings.allow_unchecked,
+            allow_unreadable=allow_unreadable or settings.allow_unreadable,
+            max_rejects=settings.max_rejects if max_rejects is None else max_rejects,
         )
         verdict = gate.evaluate(
-            result.findings, result.trajectories.height, [r.id for r in result.rules], policy
+            result.findings,
+            result.trajectories.height,
+            [r.id for r in result.rules],
+            policy,
+            gate.coverage(result),
         )
     except (InputError, config.ConfigError, gate.GateError) as exc:
         _fail(str(exc))
     except engine.RuleError as exc:
         _fail(f"rule pack: {exc}")
     report = report_model.build(result, page=not no_report)
-    report["gate"] = verdict.to_dict()
+    if not write_baseline:  # writing a baseline is not a gate run: no verdict to record
+        report["gate"] = verdict.to_dict()
     if explain_formats:  # file names and notes escaped, no line a workflow command
         click.echo(text.explain_formats(report), nl=False)
     base = Path.cwd()
-    new = set(verdict.new) if baseline else None
+    new = set(verdict.new) if baseline and not write_baseline else None
     report_file = None
     if not no_report:
         report_file = output / "report.html"
@@ -261,13 +297,13 @@ def scan(
     if github:
         click.echo(github_out.render(report, base, new), nl=False)
     click.echo(text.render(report, str(report_file) if report_file else None), nl=False)
-    click.echo(text.gate_lines(verdict.lines()), nl=False)  # escaped like the summary
-    # A file read without rows but with a note (an empty checkpoint) is input, not an error.
-    if result.trajectories.is_empty() and not any(f.note for f in result.files):
-        # Input that holds nothing readable is not a usage error but nothing was checked
-        # either: the gate fails (exit 1), and says why.
-        click.echo("forensics: no readable input: every file was rejected (see the rejects)")
-        sys.exit(0 if exit_zero else 1)
+    if write_baseline:
+        n = result.findings["finding_id"].n_unique()
+        noun = "finding" if n == 1 else "findings"
+        click.echo(text.gate_lines([f"baseline: wrote {n} {noun} to {write_baseline}"]), nl=False)
+        sys.exit(0)
+    # Escaped like the summary. Unreadable input and unrunnable rules are gate lines too.
+    click.echo(text.gate_lines(verdict.lines()), nl=False)
     sys.exit(verdict.exit_code)
 
 
@@ -315,20 +351,32 @@ def query(sql: str, db_path: Path, fmt: str) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the full comparison as JSON here.",
 )
+@click.option(
+    "--only-common",
+    is_flag=True,
+    help="Compare only the episodes (task, trial) both A and B hold: causes, findings and "
+    "rewards alike. Without it, B's extra episodes count (their findings are new).",
+)
 @_rules_option
 @_config_options
 def diff_cmd(
     a: str,
     b: str,
     json_path: Path | None,
+    only_common: bool,
     rules_dirs: tuple[Path, ...],
     config_path: Path | None,
     no_config: bool,
 ) -> None:
     """Compare two scans: A before, B after. Each is a --json result or scan input.
 
-    Prints new, fixed and persistent causes and findings and the reward per task.
-    Exit codes: 0 no new findings, 1 new findings in B, 2 usage or input error.
+    Prints new, fixed and persistent causes and findings and the reward per task. An episode
+    (task, trial) of A that B does not hold was not rerun: its findings are "not rerun", never
+    "fixed".
+
+    Exit codes: 0 no new finding in B (findings of episodes not rerun do not count); 1 new
+    findings in B; 2 usage or input error (a side that does not exist or holds no readable
+    episode); 130 interrupted.
     """
     import json
 
@@ -342,10 +390,16 @@ def diff_cmd(
         _fail(str(exc))
     except engine.RuleError as exc:
         _fail(f"rule pack: {exc}")
-    result = diff.compare(before, after)
+    try:
+        result = diff.compare(before, after, only_common=only_common)
+    except diff.DiffError as exc:
+        _fail(str(exc))
     if json_path:
         _write(json_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    click.echo(diff.render_text(result, a, b), nl=False)
+    from forensics.render import text
+
+    # Each line escaped like the gate's: paths and messages come from the command and the logs.
+    click.echo(text.gate_lines(diff.render_text(result, a, b).splitlines()), nl=False)
     sys.exit(1 if result["findings"]["new"] else 0)
 
 

@@ -7,7 +7,10 @@ pyproject.toml without `[tool.forensics]` is skipped. Command-line flags win ove
     [tool.forensics]
     fail-on = "high"
     max-rate = { max-tokens = 0.05, think-loop = "10%" }
-    disable = ["think-loop"]
+    allow-unchecked = false      # true: a max-rate rule that can run on no input does not fail
+    allow-unreadable = false     # true: an input file with nothing readable does not fail
+    max-rejects = 100            # fail above this many rejected records (default: not gated)
+    disable = ["user-sim-early-stop"]
     severity = { reasoning-leak = "low" }
     ignore-paths = ["results/smoke", "*.partial.json"]
     params = { think-loop = { min_similarity = 0.6 } }   # rule parameters (rules explain ID)
@@ -40,6 +43,9 @@ KEYS = (
     "max-decompressed-mb",
     "max-document-mb",
     "params",
+    "allow-unchecked",
+    "allow-unreadable",
+    "max-rejects",
 )
 
 
@@ -58,6 +64,10 @@ class Settings:
     # rule id -> parameter -> value; checked against the rules' declarations in apply()
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    # The gate's opt-outs and reject threshold (gate.Policy); flags win over them.
+    allow_unchecked: bool = False
+    allow_unreadable: bool = False
+    max_rejects: int | None = None
     # ignore-paths are relative to the directory of the file that names them.
     base: Path = field(default_factory=Path.cwd)
 
@@ -186,6 +196,12 @@ def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
             raise ConfigError(
                 f"{where}: severity.{rule} must be one of {', '.join(SEVERITIES)}, not {value!r}"
             )
+    disable = _strings(table, "disable", where)
+    if both := sorted(set(disable) & set(max_rate)):
+        raise ConfigError(
+            f"{where}: {', '.join(both)}: both disabled and given a max-rate; a disabled rule "
+            "never runs, so its rate can not be judged: remove it from one of the two"
+        )
     params = _table(table, "params", where)
     for rule, values in params.items():
         if not isinstance(values, dict):
@@ -196,7 +212,7 @@ def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
         source=source,
         fail_on=fail_on,
         max_rate=max_rate,
-        disable=tuple(_strings(table, "disable", where)),
+        disable=tuple(disable),
         severity=dict(severity),
         ignore_paths=tuple(_strings(table, "ignore-paths", where)),
         params={rule: dict(values) for rule, values in params.items()},
@@ -205,8 +221,27 @@ def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
             or Limits.max_decompressed_bytes,
             max_document_bytes=_mib(table, "max-document-mb", where) or Limits.max_document_bytes,
         ),
+        allow_unchecked=_bool(table, "allow-unchecked", where),
+        allow_unreadable=_bool(table, "allow-unreadable", where),
+        max_rejects=_count(table, "max-rejects", where),
         base=source.resolve().parent if source else Path.cwd(),
     )
+
+
+def _bool(table: dict[str, Any], key: str, where: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {key} must be true or false")
+    return value
+
+
+def _count(table: dict[str, Any], key: str, where: str) -> int | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or value < 0:
+        raise ConfigError(f"{where}: {key} must be a whole number, 0 or more")
+    return value
 
 
 def _mib(table: dict[str, Any], key: str, where: str) -> int | None:

@@ -5,6 +5,12 @@ exceeded. Excused: findings whose fingerprint is in the baseline (only new findi
 findings of a rule that has a rate threshold — such a rule is judged by its rate (the share of
 trajectories with at least one of its findings, baseline or not), because a threshold says a
 little of it is tolerated.
+
+A gate that passes must have looked, so a run also fails when what it was asked to judge was
+not there (`Coverage`): an input file that yielded nothing readable, no readable input at all,
+a rule named by max-rate that could run on none of the inputs (its 0% would prove nothing), or
+more rejected records than max-rejects. allow-unreadable and allow-unchecked turn the first
+and the third into lines that say so; nothing read at all always fails.
 """
 
 from __future__ import annotations
@@ -13,15 +19,23 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from forensics.config import parse_rate
 from forensics.schema import SEVERITIES
 
+if TYPE_CHECKING:
+    from forensics.result import ScanResult
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 BASELINE_VERSION = 1
+# Files that describe a run rather than hold its episodes: read without rows, they are input
+# all the same (ingest's notes for a run-metadata sidecar and a tau2 dir layout's results.json).
+METADATA_FORMAT = "run_metadata"
+METADATA_NOTES = ("run metadata", "tau2 directory layout")
+UNREADABLE_LINES = 20  # per-file gate lines shown; the JSON result holds every one
 
 
 class GateError(Exception):
@@ -41,6 +55,29 @@ class Policy:
     max_rate: dict[str, float] = field(default_factory=dict)
     baseline: Baseline | None = None
     exit_zero: bool = False
+    # Opt-outs, each explicit: a max-rate rule that could run nowhere, an input file that
+    # yielded nothing readable. max_rejects: rejected records tolerated (None: not gated).
+    allow_unchecked: bool = False
+    allow_unreadable: bool = False
+    max_rejects: int | None = None
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a scan could read and check, as the gate needs it."""
+
+    files: int = 0
+    # (path, why) of each input file that yielded nothing readable
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    # rejected records of the files that were read (a wholly unreadable file is in unreadable)
+    record_rejects: int = 0
+    # rule id -> what was missing, one entry per way it could have run: rules that could run
+    # on none of the inputs
+    unchecked: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def readable(self) -> int:
+        return self.files - len(self.unreadable)
 
 
 @dataclass(frozen=True)
@@ -50,6 +87,8 @@ class RateCheck:
     total: int
     rate: float
     limit: float
+    # what the inputs lacked when the rule could run on none of them: its rate means nothing
+    unchecked: list[str] | None = None
 
     @property
     def exceeded(self) -> bool:
@@ -68,14 +107,45 @@ class Verdict:
     new: list[str] = field(default_factory=list)
     fixed: list[dict[str, Any]] = field(default_factory=list)
     unchanged: int = 0
+    coverage: Coverage = field(default_factory=Coverage)
+    allow_unchecked: bool = False
+    allow_unreadable: bool = False
+    max_rejects: int | None = None
+
+    @property
+    def no_readable_input(self) -> bool:
+        return self.coverage.files > 0 and self.coverage.readable == 0
+
+    @property
+    def rejects_exceeded(self) -> bool:
+        return self.max_rejects is not None and self.coverage.record_rejects > self.max_rejects
 
     @property
     def failed(self) -> bool:
-        return bool(self.failing) or any(r.exceeded for r in self.rates)
+        return (
+            bool(self.failing)
+            or self.no_readable_input
+            or (bool(self.coverage.unreadable) and not self.allow_unreadable)
+            or any(
+                (r.unchecked is not None and not self.allow_unchecked)
+                or (r.unchecked is None and r.exceeded)
+                for r in self.rates
+            )
+            or self.rejects_exceeded
+        )
 
     def lines(self) -> list[str]:
         """The gate's verdict for the terminal."""
         out = []
+        unreadable = "allowed" if self.allow_unreadable else "FAIL"
+        for path, why in self.coverage.unreadable[:UNREADABLE_LINES]:
+            tail = " (allow-unreadable)" if self.allow_unreadable else ""
+            out.append(f"gate: {unreadable} — {path}: nothing readable: {why}{tail}")
+        if len(self.coverage.unreadable) > UNREADABLE_LINES:
+            more = len(self.coverage.unreadable) - UNREADABLE_LINES
+            out.append(f"gate: {unreadable} — … and {more} more files with nothing readable")
+        if self.no_readable_input:
+            out.append("gate: FAIL — no readable input: nothing could be checked")
         scope = "new finding" if self.baseline else "finding"
         if self.failing:
             counts = ", ".join(f"{k} {v}" for k, v in self.failing_by_rule.items())
@@ -84,11 +154,25 @@ class Verdict:
                 f"gate: FAIL — {len(self.failing)} {noun} at or above {self.fail_on} ({counts})"
             )
         for r in self.rates:
+            if r.unchecked is not None:
+                verdict = "allowed" if self.allow_unchecked else "FAIL"
+                tail = " (allow-unchecked)" if self.allow_unchecked else ""
+                out.append(
+                    f"gate: {verdict} — {r.rule} cannot be checked: no "
+                    f"{' or '.join(r.unchecked)} in these inputs{tail}"
+                )
+                continue
             verdict = "FAIL — above" if r.exceeded else "ok — within"
             out.append(
                 f"gate: {verdict} max-rate {r.rule}={r.limit:.4g}: {r.trajectories} of "
                 f"{r.total} trajectories ({r.rate:.1%})"
             )
+        if self.max_rejects is not None:
+            n = self.coverage.record_rejects
+            noun = "rejected record" if n == 1 else "rejected records"
+            verdict = "FAIL —" if self.rejects_exceeded else "ok —"
+            relation = "above" if self.rejects_exceeded else "within"
+            out.append(f"gate: {verdict} {n} {noun}, {relation} max-rejects {self.max_rejects}")
         if not self.failed:
             out.append(f"gate: pass — no {scope} at or above {self.fail_on}")
         if self.baseline:
@@ -120,10 +204,21 @@ class Verdict:
                     "total": r.total,
                     "rate": round(r.rate, 6),
                     "max_rate": r.limit,
-                    "exceeded": r.exceeded,
+                    "exceeded": r.exceeded if r.unchecked is None else None,
+                    "checked": r.unchecked is None,
+                    "missing": r.unchecked,
                 }
                 for r in self.rates
             ],
+            "allow_unchecked": self.allow_unchecked,
+            "unreadable": [{"path": p, "reason": why} for p, why in self.coverage.unreadable],
+            "allow_unreadable": self.allow_unreadable,
+            "no_readable_input": self.no_readable_input,
+            "rejects": {
+                "records": self.coverage.record_rejects,
+                "max_rejects": self.max_rejects,
+                "exceeded": self.rejects_exceeded,
+            },
             "baseline": (
                 {
                     "path": self.baseline,
@@ -154,12 +249,105 @@ def rule_rates(findings: pl.DataFrame, total: int) -> dict[str, tuple[int, float
     return {r: (n, n / total if total else 0.0) for r, n in counts.iter_rows()}
 
 
+def _clean(path: str) -> str:
+    # Reject rows hold paths made valid UTF-8 (a file name with a lone surrogate)
+    return path.encode("utf-8", "replace").decode("utf-8")
+
+
+def _why_unreadable(
+    fmt: str | None, reason: str, note: str | None, rejects: list[tuple[Any, str]]
+) -> str:
+    """Why a file that yielded no row counts as unreadable ("" when it is run metadata)."""
+    if fmt is None:
+        return reason  # rejected whole: the detector's or the walk's reason
+    if fmt == METADATA_FORMAT or (note or "").startswith(METADATA_NOTES):
+        return ""
+    if note:
+        return note  # e.g. "empty checkpoint: simulations is [] …"
+    if rejects:
+        line, first = rejects[0]
+        why = first if line is None else f"line {line}: {first}"
+        if len(rejects) > 1:
+            why += f" (and {len(rejects) - 1} more rejects)"
+        return why
+    return f"read as {fmt}, but no record came out of it"
+
+
+def coverage(result: ScanResult) -> Coverage:
+    """What the scan read and could check: the files that yielded nothing, the rejects of the
+    others, and the rules that could run on none of the inputs."""
+    read = {
+        _clean(p)
+        for frame in (result.turns, result.trajectories)
+        for p in frame["source_path"].drop_nulls().unique().to_list()
+    }
+    rejects: dict[str, list[tuple[Any, str]]] = {}
+    for path, line, reason in (
+        result.rejects.sort("source_line", nulls_last=False)
+        .select("source_path", "source_line", "reason")
+        .iter_rows()
+    ):
+        rejects.setdefault(_clean(path), []).append((line, reason))
+    unreadable = []
+    for f in sorted(result.files, key=lambda f: f.path):
+        path = _clean(f.path)
+        if path in read:
+            continue
+        if why := _why_unreadable(f.format, f.reason, f.note, rejects.get(path, [])):
+            unreadable.append((f.path, why))
+    gone = {_clean(p) for p, _ in unreadable}
+    record_rejects = sum(len(v) for p, v in rejects.items() if p not in gone)
+    return Coverage(
+        files=len(result.files),
+        unreadable=unreadable,
+        record_rejects=record_rejects,
+        unchecked=unchecked_rules(result),
+    )
+
+
+def unchecked_rules(result: ScanResult) -> dict[str, list[str]]:
+    """Rules that could run on none of the inputs: rule id -> what was missing.
+
+    A rule runs per file on the columns that file carries (engine.check lists the others in
+    not_checked). One that is in not_checked for every file with turns ran nowhere; its
+    alternatives' missing columns are merged over the files. A rule with a finding ran.
+    """
+    fired = set(result.findings["rule"].unique().to_list())
+    rules = [r for r in result.rules if r.id not in fired]
+    with_turns = set(result.turns["source_path"].drop_nulls().unique().to_list())
+    if not with_turns:  # no turn at all: every rule that needs a column had nothing to read
+        return {r.id: r.missing(set()) for r in rules if r.requires}
+    out: dict[str, list[str]] = {}
+    for rule in rules:
+        per_file = [result.not_checked.get(p, {}).get(rule.id) for p in sorted(with_turns)]
+        if any(m is None for m in per_file):
+            continue
+        merged: list[list[str]] = []
+        for missing in per_file:
+            for i, alternative in enumerate(missing or []):
+                if i == len(merged):
+                    merged.append([])
+                for column in alternative.split("+"):
+                    if column and column not in merged[i]:
+                        merged[i].append(column)
+        out[rule.id] = ["+".join(cols) for cols in merged if cols]
+    return out
+
+
 def evaluate(
-    findings: pl.DataFrame, trajectories: int, rules: list[str], policy: Policy
+    findings: pl.DataFrame,
+    trajectories: int,
+    rules: list[str],
+    policy: Policy,
+    coverage: Coverage | None = None,
 ) -> Verdict:
-    """Judge the findings of a scan; rules are the ids that ran (for checking max-rate)."""
+    """Judge the findings of a scan; rules are the ids that ran (for checking max-rate);
+    coverage: what the scan could read and check (see `coverage`; None: all of it)."""
+    coverage = coverage or Coverage()
     if policy.fail_on not in SEVERITIES:
         raise GateError(f"fail-on must be one of {', '.join(SEVERITIES)}")
+    if policy.max_rejects is not None and policy.max_rejects < 0:
+        raise GateError("max-rejects must be a whole number, 0 or more")
     if unknown := sorted(set(policy.max_rate) - set(rules)):
         raise GateError(
             f"max-rate: unknown or disabled rule(s) {', '.join(unknown)}; "
@@ -173,6 +361,10 @@ def evaluate(
         failing_by_rule={},
         rates=[],
         exit_zero=policy.exit_zero,
+        coverage=coverage,
+        allow_unchecked=policy.allow_unchecked,
+        allow_unreadable=policy.allow_unreadable,
+        max_rejects=policy.max_rejects,
     )
     candidates = findings
     if policy.baseline is not None:
@@ -194,7 +386,8 @@ def evaluate(
     verdict.rates = []
     for rule, limit in sorted(policy.max_rate.items()):
         hit, rate = observed.get(rule, (0, 0.0))
-        verdict.rates.append(RateCheck(rule, hit, trajectories, rate, limit))
+        missing = coverage.unchecked.get(rule)
+        verdict.rates.append(RateCheck(rule, hit, trajectories, rate, limit, missing))
     if verdict.failed and not policy.exit_zero:
         verdict.exit_code = EXIT_FINDINGS
     return verdict

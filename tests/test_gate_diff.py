@@ -39,7 +39,7 @@ def test_same_run_from_two_formats_is_all_persistent(tmp_path):
     ]
     assert "findings: 0 new, 0 fixed, 44 persistent" in res.output
     assert d["reward_by_task"] == [
-        {"task_id": "5", "a": 1.0, "b": None, "delta": None, "n": [1, 0]},
+        {"task_id": "5", "a": 1.0, "b": None, "delta": None, "n": [1, 0], "not_rerun": True},
         {"task_id": "12", "a": 0.0, "b": 0.0, "delta": 0.0, "n": [1, 1]},
         {"task_id": "27", "a": 0.0, "b": 0.0, "delta": 0.0, "n": [1, 1]},
         {"task_id": "48", "a": 0.0, "b": 0.0, "delta": 0.0, "n": [1, 1]},
@@ -52,25 +52,32 @@ def test_new_findings_exit_1_and_are_listed(tmp_path):
     assert len(d["findings"]["new"]) == 19 and len(d["findings"]["persistent"]) == 25
     assert {f["task_id"] for f in d["findings"]["new"]} == {"48"}
     assert "new findings:" in res.output and "… and" not in res.output.split("new findings:")[0]
+    # The cut file lacks task 48: its 19 findings were not rerun, not fixed.
     res, d = diff(tmp_path, FRUSTRATED, TRUNCATED)
     assert res.exit_code == 0
-    assert len(d["findings"]["fixed"]) == 19 and d["findings"]["new"] == []
+    assert d["findings"]["fixed"] == [] and d["findings"]["new"] == []
+    assert len(d["findings"]["not_rerun"]) == 19
+    assert {f["task_id"] for f in d["findings"]["not_rerun"]} == {"48"}
 
 
-def test_json_result_against_a_fixed_rerun(tmp_path):
-    """Before: the JSON result of the broken run. After: a healthy run of task 5 only."""
+def test_json_result_against_a_rerun_of_another_task(tmp_path):
+    """Before: the JSON result of the broken run. After: a healthy run of task 5 only, which
+    had no finding: tasks 12, 27 and 48 were not rerun, so nothing of theirs is fixed."""
     before = tmp_path / "before.json"
     run("scan", "--no-report", "--config", PINNED, OUTPUT2, "--json", str(before))
     res, d = diff(tmp_path, str(before), CONTROL)
     assert res.exit_code == 0
     assert [(c["id"], c["state"], c["trajectories"]) for c in d["causes"]] == [
-        ("reasoning-in-content", "fixed", [3, 0]),
-        ("truncated-output", "fixed", [3, 0]),
+        ("reasoning-in-content", "not rerun", [3, 0]),
+        ("truncated-output", "not rerun", [3, 0]),
     ]
-    assert len(d["findings"]["fixed"]) == 44
+    assert d["findings"]["fixed"] == [] and len(d["findings"]["not_rerun"]) == 44
     assert d["reward_by_task"][0] == {"task_id": "5", "a": 1.0, "b": 1.0, "delta": 0.0, "n": [1, 1]}
-    assert "  fixed       truncated-output: Output truncated" in res.output
-    assert "… and 24 more (--json for all)" in res.output
+    assert "  not rerun   truncated-output: Output truncated" in res.output
+    assert "fixed findings:" not in res.output
+    assert "episodes (task, trial): 1 in both, 3 of A not rerun in B (tasks 12, 27, 48)" in (
+        res.output
+    )
 
 
 def test_reward_delta_per_task(tmp_path):

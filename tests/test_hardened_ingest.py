@@ -305,7 +305,14 @@ def test_an_empty_directory_is_a_reject_not_silence(tmp_path):
     (tmp_path / "empty").mkdir()
     code, out, _err = run_cli("scan", str(tmp_path / "empty"), str(CONTROL), "--no-report")
     assert f"rejected: {tmp_path / 'empty'}: directory holds no file to read" in out
-    assert code == 0  # the control itself is clean: the reject is listed, not a finding
+    # A named input that yields nothing fails the gate, though the control itself is clean.
+    assert code == 1
+    assert (
+        run_cli("scan", str(tmp_path / "empty"), str(CONTROL), "--no-report", "--allow-unreadable")[
+            0
+        ]
+        == 0
+    )
 
 
 # --- interrupts -------------------------------------------------------------------------------
@@ -337,9 +344,21 @@ def test_size_caps_from_the_command_line_and_the_config(tmp_path, monkeypatch):
     big.write_text(json.dumps([record]))
     monkeypatch.chdir(tmp_path)
     code, out, _ = run_cli("scan", str(big), str(CONTROL), "--no-report", "--max-document-mb", "1")
-    assert code == 0 and "a document larger than 1 MiB" in out
+    assert code == 1 and "a document larger than 1 MiB" in out  # an unread input fails the gate
     (tmp_path / "forensics.toml").write_text("max-document-mb = 1\n")
     code, out, _ = run_cli("scan", str(big), str(CONTROL), "--no-report")
     assert "a document larger than 1 MiB" in out
     code, out, _ = run_cli("scan", str(big), "--no-report", "--max-document-mb", "4")
     assert "rejected" not in out and "document larger" not in out
+
+
+def test_a_file_name_that_is_not_utf8_is_read_and_shown(tmp_path):
+    """Linux allows any bytes in a name; Python hands them over as lone surrogates, which no
+    table or output could hold. The file is read; its name is shown with a placeholder."""
+    raw = os.path.join(os.fsencode(tmp_path), b"run-\xff\xfe.json")
+    shutil.copy(CONTROL, raw)
+    code, out, err = run_cli("scan", str(tmp_path), "--no-report", "--json", str(tmp_path / "r"))
+    assert code == 0 and err == "" and "rejected" not in out
+    doc = json.loads((tmp_path / "r").read_text())
+    assert [f["path"] for f in doc["files"]] == [f"{tmp_path}/run-??.json"]
+    assert doc["summary"]["trajectories"] == 1

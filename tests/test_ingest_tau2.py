@@ -243,14 +243,15 @@ def test_truncated_checkpoint_keeps_complete_simulations_and_rejects_the_cut_one
     assert stops.select("task_id", "source_line").rows() == [("6", 906)]
 
 
-def test_empty_checkpoint_is_a_note_not_an_error(tmp_path):
+def test_empty_checkpoint_is_a_note_and_fails_the_gate(tmp_path):
     path = TAU2 / "qwen2.5-7b_telecom_solo.EMPTY-CHECKPOINT.json"
     result = forensics.scan([str(path)])
     assert (result.trajectories.height, result.turns.height, result.rejects.height) == (0, 0, 0)
     assert result.files[0].format == "tau2_results"
     assert result.files[0].note.startswith("empty checkpoint: simulations is [] (5 tasks planned)")
     res = run("scan", str(path), "--no-report", "--json", str(tmp_path / "r.json"))
-    assert res.exit_code == 0, res.output
+    # Nothing in it could be checked: the gate fails and says why, the note tells what it is.
+    assert res.exit_code == 1, res.output
     assert f"note: {path}: empty checkpoint: simulations is []" in res.output
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["files"][0]["note"] == result.files[0].note
