@@ -42,6 +42,10 @@ class Cause:
     explains: list[dict[str, Any]] = field(default_factory=list)
     validate: str = ""
     followup: str = ""
+    # Turns (or episodes) its rules found something in: several rules on one turn for one
+    # cause are one incident. incident_rules: how many incidents each combination of rules made.
+    incidents: int = 0
+    incident_rules: list[dict[str, Any]] = field(default_factory=list)
     rules_to_zero: list[str] = field(default_factory=list)
     trajectory_ids: list[str] = field(default_factory=list)
     # The parameters the fix texts were filled with (observed cap, recommended cap, parser, …).
@@ -111,6 +115,7 @@ def diagnose(
     for cid in sorted({rule_by_id[r].cause for r in findings["rule"].unique().to_list()}):
         by_cause[cid] = findings.filter(pl.col("cause") == cid)
     claimed: dict[str, list[dict[str, Any]]] = {}
+    symptoms: dict[str, list[pl.DataFrame]] = {}  # cause -> the findings it claimed
     remaining = findings
     for cid in sorted(by_cause, key=lambda c: (specs[c].order, c)):
         own = by_cause[cid]
@@ -132,6 +137,7 @@ def diagnose(
                         "trajectories": explained["trajectory_id"].n_unique(),
                     }
                 )
+                symptoms.setdefault(cid, []).append(explained)
                 remaining = remaining.join(
                     explained.select("finding_id"), on="finding_id", how="anti"
                 )
@@ -184,6 +190,8 @@ def diagnose(
                 explains=claimed.get(cid, []),
                 validate=spec.validate,
                 followup=spec.followup,
+                incidents=_incidents(own, symptoms.get(cid, [])).height,
+                incident_rules=_incident_rules(_incidents(own, symptoms.get(cid, []))),
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
                 trajectory_ids=sorted(ids),
                 facts=dict(facts),
@@ -205,6 +213,25 @@ def diagnose(
     return Diagnosis(
         causes, keep, _validation(causes, trajectories), _verdict(causes, total), parsers
     )
+
+
+def _incidents(own: pl.DataFrame, symptoms: list[pl.DataFrame]) -> pl.DataFrame:
+    """A cause's incidents: the turns (or episodes) its own findings and the symptoms it
+    claimed sit on, each with the rules that fired there."""
+    members = pl.concat([own, *symptoms]) if symptoms else own
+    return members.group_by("trajectory_id", "turn_index").agg(
+        pl.col("rule").unique().sort().alias("rules")
+    )
+
+
+def _incident_rules(incidents: pl.DataFrame) -> list[dict[str, Any]]:
+    """Each combination of rules that fired together on a turn, with how many turns it hit."""
+    combos = (
+        incidents.group_by("rules")
+        .len("incidents")
+        .sort(["incidents", "rules"], descending=[True, False])
+    )
+    return combos.to_dicts()
 
 
 def _parser_checks(trajectories: pl.DataFrame) -> list[ParserCheck]:
@@ -307,9 +334,14 @@ def _verdict(causes: list[Cause], total: int) -> str:
     if not causes:
         return f"No findings in {_trajectories(total)}."
     first = causes[0]
+    counted = (
+        f"{first.turns} finding{'' if first.turns == 1 else 's'}"
+        if first.incidents == first.turns
+        else f"{first.incidents:,} incidents from {first.turns:,} rule hits"
+    )
     text = (
         f"Primary cause: {_lower_first(first.title)} — in {first.trajectories} of {total} "
-        f"trajectories ({first.turns} findings), reward lost {first.reward_lost:g}."
+        f"trajectories ({counted}), reward lost {first.reward_lost:g}."
     )
     if len(causes) > 1:
         rest = "; ".join(

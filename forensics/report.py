@@ -18,6 +18,14 @@ from forensics.result import ScanResult
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
 SCHEMA_VERSION = 2
+# Which count each number is: the model says so itself, for readers of --json.
+COUNTS = {
+    "findings": "rule hits: one per rule per turn (or per episode) it fired on",
+    "incidents": "turns (or episodes) a cause's rules fired on: several rules on one turn for "
+    "one cause are one incident",
+    "cause ranking": "trajectories touched x severity x confidence, then reward lost",
+    "max-rate": "share of trajectories with at least one finding of the rule",
+}
 EXCERPT_CHARS = 600
 # The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml):
 # its turns are drawn red in the output-length chart.
@@ -447,6 +455,8 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
                 "rules": c.rules,
                 "trajectories": c.trajectories,
                 "findings": c.turns,
+                "incidents": c.incidents,
+                "incident_rules": c.incident_rules,
                 "reward_lost": c.reward_lost,
                 "severity": c.severity,
                 "confidence": c.confidence,
@@ -500,6 +510,8 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
             "trajectories": trajectories.height,
             "turns": result.turns.height,
             "findings": len(findings),
+            "incidents": sum(c.incidents for c in result.diagnosis.causes),
+            "counts": COUNTS,
             "rejects": len(rejects),
             "mean_reward": round(rewards.mean(), 4) if rewards.len() else None,
             "findings_by_rule": dict(sorted(rule_counts.items())),

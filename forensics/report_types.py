@@ -45,6 +45,8 @@ class Cause(TypedDict):
     rules: list[str]
     trajectories: int
     findings: int
+    incidents: int
+    incident_rules: list[dict[str, Any]]
     reward_lost: float
     severity: str
     confidence: str
@@ -68,6 +70,8 @@ class Summary(TypedDict):
     trajectories: int
     turns: int
     findings: int
+    incidents: int
+    counts: dict[str, str]
     rejects: int
     mean_reward: float | None
     findings_by_rule: dict[str, int]

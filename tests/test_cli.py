@@ -25,7 +25,9 @@ def test_scan_output2_exit_1_summary_report_json(tmp_path):
     res = run("scan", OUTPUT2, "-o", str(out), "--json", str(tmp_path / "r.json"))
     assert res.exit_code == 1
     text = res.output
-    assert text.startswith("forensics: 1 file(s), 4 trajectories, 82 turns, 47 findings, 0 rejects")
+    assert text.startswith(
+        "forensics: 1 file(s), 4 trajectories, 82 turns, 47 findings (41 incidents), 0 rejects"
+    )
     assert "1. Output truncated by the output-token limit" in text
     assert "2. Reasoning markup leaks into message content" in text
     assert "fix 1: Serve the model with a reasoning parser: --reasoning-parser qwen3" in text

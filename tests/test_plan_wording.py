@@ -44,3 +44,17 @@ def test_the_parser_verdict_is_decided_once_and_shown_as_decided():
     rows = [p for p in report.build(result)["parameters"] if p["key"] == "tool_call_parser"]
     assert [r["value"] for r in rows] == ["--tool-call-parser hermes (matches Qwen/Qwen3-0.6B)"]
     assert any(k.startswith("--tool-call-parser hermes matches") for k in result.diagnosis.keep)
+
+
+def test_rules_on_one_turn_for_one_cause_are_one_incident():
+    """A cut-off turn found by max-tokens, unclosed-think and the thinking-budget rule is one
+    incident of the cause that claims them, which lists the rules it matched."""
+    result = forensics.scan(str(DATA / "capture" / "vllm_agent_loop.jsonl"))
+    model = report.build(result)
+    assert (model["summary"]["findings"], model["summary"]["incidents"]) == (5, 3)
+    budget = next(c for c in model["causes"] if c["id"] == "thinking-budget-exhausted")
+    assert budget["incident_rules"] == [
+        {"rules": ["max-tokens", "thinking-budget-exhausted", "unclosed-think"], "incidents": 1}
+    ]
+    assert set(model["summary"]["counts"]) == {"findings", "incidents", "cause ranking", "max-rate"}
+    assert "(1 finding)" in model["verdict"]

@@ -15,12 +15,18 @@ from forensics.render.safe import guard_line, guard_lines, one_line
 from forensics.render.safe import visible as v
 
 
+def _incidents(summary: dict[str, Any]) -> str:
+    """Rule hits that share a turn and a cause are one incident; said only when that differs."""
+    n = summary.get("incidents", summary["findings"])
+    return "" if n == summary["findings"] else f" ({n:,} incidents)"
+
+
 def render(model: dict[str, Any], report_path: str | None = None) -> str:
     """The summary printed after a scan (report_path: the HTML report, when one was written)."""
     s = model["summary"]
     lines = [
         f"forensics: {s['files']} file(s), {s['trajectories']} trajectories, {s['turns']} turns, "
-        f"{s['findings']} findings, {s['rejects']} rejects",
+        f"{s['findings']} findings{_incidents(s)}, {s['rejects']} rejects",
         "",
         v(model["verdict"]),
     ]
