@@ -95,12 +95,28 @@ def _evidence(
     }
 
 
+# A run whose agent model no source names is its own row, never pooled with other such runs:
+# unrelated experiments must not share one mean reward.
+UNKNOWN_MODEL = "model unknown (run {run})"
+
+
+def _group_columns() -> list[pl.Expr]:
+    """The variant/model row a trajectory belongs to (see UNKNOWN_MODEL)."""
+    unknown = pl.format(UNKNOWN_MODEL.replace("{run}", "{}"), pl.col("run_id"))
+    return [
+        pl.col("variant").fill_null("(none)"),
+        pl.coalesce(pl.col("agent_model"), unknown).alias("agent_model"),
+    ]
+
+
+def _group_of(variant: str | None, agent_model: str | None, run_id: str) -> tuple[str, str]:
+    return variant or "(none)", agent_model or UNKNOWN_MODEL.format(run=run_id)
+
+
 def _by_variant(result: ScanResult) -> list[dict[str, Any]]:
     """Per variant and agent model: how many trajectories, what they scored, what was found."""
     keys = ["variant", "agent_model"]
-    traj = result.trajectories.with_columns(
-        pl.col("variant").fill_null("(none)"), pl.col("agent_model").fill_null("?")
-    )
+    traj = result.trajectories.with_columns(_group_columns())
     found = result.findings.join(
         traj.select("trajectory_id", *keys), on="trajectory_id", how="left"
     ).with_columns(pl.col(k).fill_null("?") for k in keys)
@@ -346,7 +362,7 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
                 "nf": counts.get(tid, 0),
                 "rules": sorted(rules_of.get(tid, ())),
                 "causes": cause_of.get(tid, []),
-                "vi": variant_ix.get((t["variant"] or "(none)", t["agent_model"] or "?")),
+                "vi": variant_ix.get(_group_of(t["variant"], t["agent_model"], t["run_id"])),
                 "turns": by_traj.get(tid, []),
             }
         )
@@ -480,7 +496,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
     rewards = trajectories["reward"].drop_nulls()
     by_variant = (
         trajectories.filter(pl.col("reward").is_not_null())
-        .group_by(pl.col("variant").fill_null("(none)"), pl.col("agent_model").fill_null("?"))
+        .group_by(_group_columns())
         .agg(pl.col("reward").mean().alias("mean_reward"), pl.len().alias("trajectories"))
         .sort(["variant", "agent_model"])
     )

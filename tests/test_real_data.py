@@ -47,3 +47,23 @@ def test_full_shared_tau_bench_files_have_no_findings():
     assert result.turns.height == 2974
     assert result.rejects.is_empty()
     assert result.findings.is_empty(), result.findings.select("rule", "trajectory_id", "message")
+
+
+def test_unrelated_runs_without_a_model_are_never_pooled_into_one_row():
+    """Two real tau-bench runs whose files name no agent model: each gets its own row in the
+    variant/model table (and its own mean reward), labelled with its run."""
+    from forensics import report
+
+    paths = [str(p) for p in COPIES]
+    model = report.build(forensics.scan(paths), page=True)
+    rows = {r["agent_model"]: r for r in model["summary"]["by_variant"]}
+    runs = sorted(p.stem for p in COPIES)
+    assert sorted(rows) == [f"model unknown (run {run})" for run in runs]
+    assert all(
+        r["trajectories"] == len(json.loads(p.read_text()))
+        for r, p in zip(
+            (rows[f"model unknown (run {run})"] for run in runs), sorted(COPIES), strict=True
+        )
+    )
+    explorer = model["page"]["explorer"]
+    assert {t["vi"] for t in explorer["trajectories"]} == {0, 1}
