@@ -46,6 +46,8 @@ class Cause:
     # cause are one incident. incident_rules: how many incidents each combination of rules made.
     incidents: int = 0
     incident_rules: list[dict[str, Any]] = field(default_factory=list)
+    # Findings behind those incidents: its own and the symptoms it claimed.
+    rule_hits: int = 0
     rules_to_zero: list[str] = field(default_factory=list)
     trajectory_ids: list[str] = field(default_factory=list)
     # The parameters the fix texts were filled with (observed cap, recommended cap, parser, …).
@@ -191,6 +193,7 @@ def diagnose(
                 validate=spec.validate,
                 followup=spec.followup,
                 incidents=_incidents(own, symptoms.get(cid, [])).height,
+                rule_hits=own.height + sum(s.height for s in symptoms.get(cid, [])),
                 incident_rules=_incident_rules(_incidents(own, symptoms.get(cid, []))),
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
                 trajectory_ids=sorted(ids),
@@ -335,9 +338,10 @@ def _verdict(causes: list[Cause], total: int) -> str:
         return f"No findings in {_trajectories(total)}."
     first = causes[0]
     counted = (
-        f"{first.turns} finding{'' if first.turns == 1 else 's'}"
-        if first.incidents == first.turns
-        else f"{first.incidents:,} incidents from {first.turns:,} rule hits"
+        f"{first.incidents} finding{'' if first.incidents == 1 else 's'}"
+        if first.incidents == first.rule_hits
+        else f"{first.incidents:,} incident{'' if first.incidents == 1 else 's'} from "
+        f"{first.rule_hits:,} rule hits"
     )
     text = (
         f"Primary cause: {_lower_first(first.title)} — in {first.trajectories} of {total} "

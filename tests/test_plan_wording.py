@@ -57,4 +57,6 @@ def test_rules_on_one_turn_for_one_cause_are_one_incident():
         {"rules": ["max-tokens", "thinking-budget-exhausted", "unclosed-think"], "incidents": 1}
     ]
     assert set(model["summary"]["counts"]) == {"findings", "incidents", "cause ranking", "max-rate"}
-    assert "(1 finding)" in model["verdict"]
+    assert "(1 incident from 3 rule hits)" in model["verdict"]
+    truncated = forensics.scan(str(SAMPLES / "output2.txt")).diagnosis
+    assert "(20 incidents from 26 rule hits)" in truncated.verdict  # think-loop, no-action too
