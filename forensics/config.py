@@ -235,22 +235,18 @@ def _bool(table: dict[str, Any], key: str, where: str) -> bool:
     return value
 
 
-def _count(table: dict[str, Any], key: str, where: str) -> int | None:
+def _count(table: dict[str, Any], key: str, where: str, least: int = 0) -> int | None:
     value = table.get(key)
     if value is None:
         return None
-    if type(value) is not int or value < 0:
-        raise ConfigError(f"{where}: {key} must be a whole number, 0 or more")
+    if type(value) is not int or value < least:
+        raise ConfigError(f"{where}: {key} must be a whole number, {least} or more")
     return value
 
 
 def _mib(table: dict[str, Any], key: str, where: str) -> int | None:
-    value = table.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or value < 1:
-        raise ConfigError(f"{where}: {key} must be a whole number of MiB, at least 1")
-    return value * MIB
+    value = _count(table, key, where, least=1)
+    return None if value is None else value * MIB
 
 
 def _table(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:

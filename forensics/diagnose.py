@@ -175,6 +175,7 @@ def diagnose(
             evidence.append(row["finding_id"])
             if len(evidence) == 3:
                 break
+        incidents = _incidents(own, symptoms.get(cid, []))
         causes.append(
             Cause(
                 rank=0,
@@ -192,9 +193,9 @@ def diagnose(
                 explains=claimed.get(cid, []),
                 validate=spec.validate,
                 followup=spec.followup,
-                incidents=_incidents(own, symptoms.get(cid, [])).height,
+                incidents=incidents.height,
                 rule_hits=own.height + sum(s.height for s in symptoms.get(cid, [])),
-                incident_rules=_incident_rules(_incidents(own, symptoms.get(cid, []))),
+                incident_rules=_incident_rules(incidents),
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
                 trajectory_ids=sorted(ids),
                 facts=dict(facts),

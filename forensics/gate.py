@@ -31,10 +31,6 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 BASELINE_VERSION = 1
-# Files that describe a run rather than hold its episodes: read without rows, they are input
-# all the same (ingest's notes for a run-metadata sidecar and a tau2 dir layout's results.json).
-METADATA_FORMAT = "run_metadata"
-METADATA_NOTES = ("run metadata", "tau2 directory layout")
 UNREADABLE_LINES = 20  # per-file gate lines shown; the JSON result holds every one
 
 
@@ -249,19 +245,12 @@ def rule_rates(findings: pl.DataFrame, total: int) -> dict[str, tuple[int, float
     return {r: (n, n / total if total else 0.0) for r, n in counts.iter_rows()}
 
 
-def _clean(path: str) -> str:
-    # Reject rows hold paths made valid UTF-8 (a file name with a lone surrogate)
-    return path.encode("utf-8", "replace").decode("utf-8")
-
-
 def _why_unreadable(
     fmt: str | None, reason: str, note: str | None, rejects: list[tuple[Any, str]]
 ) -> str:
-    """Why a file that yielded no row counts as unreadable ("" when it is run metadata)."""
+    """Why a file that yielded no row counts as unreadable."""
     if fmt is None:
         return reason  # rejected whole: the detector's or the walk's reason
-    if fmt == METADATA_FORMAT or (note or "").startswith(METADATA_NOTES):
-        return ""
     if note:
         return note  # e.g. "empty checkpoint: simulations is [] …"
     if rejects:
@@ -277,7 +266,7 @@ def coverage(result: ScanResult) -> Coverage:
     """What the scan read and could check: the files that yielded nothing, the rejects of the
     others, and the rules that could run on none of the inputs."""
     read = {
-        _clean(p)
+        p
         for frame in (result.turns, result.trajectories)
         for p in frame["source_path"].drop_nulls().unique().to_list()
     }
@@ -287,15 +276,13 @@ def coverage(result: ScanResult) -> Coverage:
         .select("source_path", "source_line", "reason")
         .iter_rows()
     ):
-        rejects.setdefault(_clean(path), []).append((line, reason))
-    unreadable = []
-    for f in sorted(result.files, key=lambda f: f.path):
-        path = _clean(f.path)
-        if path in read:
-            continue
-        if why := _why_unreadable(f.format, f.reason, f.note, rejects.get(path, [])):
-            unreadable.append((f.path, why))
-    gone = {_clean(p) for p, _ in unreadable}
+        rejects.setdefault(path, []).append((line, reason))
+    unreadable = [
+        (f.path, _why_unreadable(f.format, f.reason, f.note, rejects.get(f.path, [])))
+        for f in sorted(result.files, key=lambda f: f.path)
+        if f.path not in read and not f.metadata
+    ]
+    gone = {p for p, _ in unreadable}
     record_rejects = sum(len(v) for p, v in rejects.items() if p not in gone)
     return Coverage(
         files=len(result.files),

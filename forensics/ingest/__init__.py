@@ -104,6 +104,8 @@ class FileReport:
     records: int
     # What ingest says about a file it read without rows (an empty checkpoint, run metadata).
     note: str | None = None
+    # The file describes a run rather than holds its episodes: no rows is no failure.
+    metadata: bool = False
 
 
 @dataclass
@@ -241,4 +243,5 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
         reason = "no recognizable records (unknown format)"
         collector.reject(name, None, reason)
         return FileReport(name, None, reason, 0)
-    return FileReport(name, fmt.name, why, records, note)
+    metadata = str(path) in collector.metadata_files
+    return FileReport(name, fmt.name, why, records, note, metadata)

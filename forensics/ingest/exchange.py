@@ -157,9 +157,9 @@ def _messages_api(
 ) -> Call:
     """Chat Completions, Anthropic Messages and Responses: a module with request_messages,
     request_fields, response_turn and stream_turn reads the bodies."""
-    api = module.__name__.rsplit(".", 1)[1]
+    chat = module is openai_chat
     normalise = None
-    raw = request.get("messages") if api == "openai_chat" and request is not None else None
+    raw = request.get("messages") if chat and request is not None else None
     if isinstance(raw, list):
         messages = [m for m in raw if isinstance(m, dict)]
         normalise = openai_chat.request_message
@@ -176,7 +176,7 @@ def _messages_api(
         output = _placeholder()
         errors.append(ex.transport_error or "no response (HTTP status 0)")
     elif res_kind == "sse":
-        if api == "openai_chat":
+        if chat:
             output, got = openai_chat.stream_turn(payloads, done)
         else:
             output, got = module.stream_turn(payloads)
@@ -186,9 +186,7 @@ def _messages_api(
         fields.setdefault("stream", True)
     elif res_kind == "chunks":
         output, got = (
-            openai_chat.stream_turn(response, False)
-            if api == "openai_chat"
-            else module.stream_turn(response)
+            openai_chat.stream_turn(response, False) if chat else module.stream_turn(response)
         )
         fields.update(got)
         fields.setdefault("stream", True)
@@ -212,7 +210,7 @@ def _messages_api(
     call = Call(line, messages, output, fields, failed=_failed(ex, output), normalise=normalise)
     if request is not None:
         call.params_digest = requestinfo.params_digest(request)
-    if api == "openai_responses":
+    if module is openai_responses:
         call.previous_response_id = as_str(as_dict(request).get("previous_response_id"))
         if res_kind == "json":
             call.response_id = as_str(response.get("id"))

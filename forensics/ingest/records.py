@@ -316,6 +316,9 @@ class Collector:
         self.notes: dict[str, list[str]] = {}
         # directory -> labels of a run-metadata sidecar there (ingest/sidecars.py applies them).
         self.run_metadata: dict[str, dict[str, str]] = {}
+        # Files that describe a run rather than hold its episodes (a sidecar, a tau2 dir
+        # layout's results.json): read without rows, they are input all the same.
+        self.metadata_files: set[str] = set()
 
     def reject(
         self,

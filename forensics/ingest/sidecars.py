@@ -105,6 +105,7 @@ def ingest(path: Path, collector: Collector) -> int:
     directory = os.path.normpath(path.parent.resolve())
     collector.run_metadata.setdefault(directory, {}).update(labels)
     collector.note(str(path), "run metadata")  # replaced by describe() once all files are read
+    collector.metadata_files.add(str(path))
     return 0
 
 

@@ -364,6 +364,7 @@ def _dir_layout_metadata(path: Path, top: dict[str, Any], text: str, collector: 
         )
         return
     count = sum(1 for p in sim_dir.glob("*.json"))
+    collector.metadata_files.add(str(path))
     collector.note(
         str(path),
         f"tau2 directory layout: the run info of {sim_dir.name}/ ({count} simulation files, "
