@@ -82,6 +82,24 @@ class Summary(TypedDict):
     by_variant: list[dict[str, Any]]
 
 
+class ScoreSplit(TypedDict):
+    """Is this score about the model: failed and penalised episodes by whose failure it was."""
+
+    text: str
+    scored: int
+    penalised: int
+    reward_lost: float
+    plumbing_share: float | None
+    mean_reward: float | None
+    mean_reward_without_infra: float | None
+    scored_without_infra: int
+    unscored_infra: int
+    # Per infra | model | unclassified | unexplained: class, label, episodes, reward_lost,
+    # share (of all reward lost), causes.
+    groups: list[dict[str, Any]]
+    episodes: dict[str, int]  # every episode with a class, per class (trajectories.fault_class)
+
+
 class Trajectory(TypedDict):
     trajectory_id: str
     run_id: str
@@ -93,6 +111,7 @@ class Trajectory(TypedDict):
     agent_model: str | None
     turn_count: int
     source: Source
+    fault_class: NotRequired[str | None]
 
 
 class FileEntry(TypedDict):
@@ -134,6 +153,7 @@ class Report(TypedDict):
     summary: Summary
     primary: dict[str, Any] | None
     verdict: str
+    score_split: ScoreSplit | None
     causes: list[Cause]
     keep: list[str]
     validation: list[str]

@@ -321,6 +321,19 @@ TRAJECTORY_COLUMNS: list[Column] = [
 ]
 TRAJECTORIES = _schema(TRAJECTORY_COLUMNS)
 
+# Filled by diagnosis, not by ingest: the `trajectories` table of the outputs carries them.
+DIAGNOSED_TRAJECTORY_COLUMNS: list[Column] = [
+    Column(
+        "fault_class",
+        pa.string(),
+        "Whose failure the episode shows: infra (a plumbing cause: configuration, parser, "
+        "provider, harness, user simulator; wins over model, as it invalidates the "
+        "measurement), model, unclassified (causes without a class), unexplained (reward < 1 "
+        "and no cause); NULL for an episode without causes that lost no reward.",
+    ),
+]
+TRAJECTORY_TABLE = _schema(TRAJECTORY_COLUMNS + DIAGNOSED_TRAJECTORY_COLUMNS)
+
 FINDING_COLUMNS: list[Column] = [
     Column("finding_id", pa.string(), "Stable fingerprint of the finding (rule + turn)."),
     Column("rule", pa.string(), "Rule id, e.g. unclosed-think."),
@@ -418,7 +431,7 @@ RUNS = _schema(RUN_COLUMNS)
 
 TABLES: dict[str, pa.Schema] = {
     "turns": TURNS,
-    "trajectories": TRAJECTORIES,
+    "trajectories": TRAJECTORY_TABLE,
     "findings": FINDINGS,
     "rejects": REJECTS,
     "causes": CAUSES,

@@ -30,6 +30,8 @@ def render(model: dict[str, Any], report_path: str | None = None) -> str:
         "",
         v(model["verdict"]),
     ]
+    if split := model.get("score_split"):
+        lines += ["", f"Is this score about the model? {v(split['text'])}"]
     for cause in model["causes"]:
         lines.append("")
         lines.append(f"{cause['rank']}. {v(cause['title'])}  [{v(cause['severity'])}]")
