@@ -273,6 +273,18 @@ DERIVED_COLUMNS: list[Column] = [
     ),
 ]
 
+# Derived columns of the episode-level rules (think-loop, action-loop, …), kept in their own
+# block so the list above stays as it is.
+DERIVED_COLUMNS += [
+    Column(
+        "prev_same_actor_containment",
+        pa.float64(),
+        "Share of the shorter text's word bigrams found in the other, between the turn and the "
+        "previous turn of the same actor: tolerates turns cut at different lengths (NULL as for "
+        "prev_same_actor_similarity).",
+    ),
+]
+
 TURNS = _schema(TURN_COLUMNS + DERIVED_COLUMNS)
 RAW_TURNS = _schema(TURN_COLUMNS)
 
