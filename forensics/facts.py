@@ -562,3 +562,26 @@ CATALOGUE_FACTS = {
     "message-format-violation": _format_facts,
     "user-sim-early-stop": _early_stop_facts,
 }
+
+
+# --- Facts of the episode-level causes (exit statuses, step limits, …) ----------------------
+
+
+def _exit_facts(hit, found, labels, facts) -> dict[str, Any]:
+    """What the exit statuses were and what they mean (data.exit, data.kind of the rules)."""
+    data = details(found)
+    kinds = _counts([d.get("kind") for d in data if d.get("kind")])
+    statuses = _counts([d.get("exit") for d in data if d.get("exit")])
+    return {
+        "exits": found.height,
+        "kinds_text": ", ".join(k for k, _ in kinds[:4]) or "their exit status",
+        "statuses_text": "; ".join(f"{n}× {s}" for s, n in statuses[:4]),
+    }
+
+
+CATALOGUE_FACTS.update(
+    {
+        "run-exit-infra": _exit_facts,
+        "model-exit": _exit_facts,
+    }
+)
