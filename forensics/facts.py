@@ -585,3 +585,17 @@ CATALOGUE_FACTS.update(
         "model-exit": _exit_facts,
     }
 )
+
+
+def _step_limit_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    limits = _counts([d.get("limit") for d in data if d.get("limit") is not None])
+    defaults = _counts([d.get("default") for d in data if d.get("default") is not None])
+    return {
+        "cut_episodes": found.height,
+        "step_limits_text": ", ".join(str(v) for v, _ in limits) or "the run's limit",
+        "default_limit": defaults[0][0] if defaults else "the default",
+    }
+
+
+CATALOGUE_FACTS["step-limit"] = _step_limit_facts
