@@ -599,3 +599,10 @@ def _step_limit_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 CATALOGUE_FACTS["step-limit"] = _step_limit_facts
+
+
+def _tool_exception_facts(hit, found, labels, facts) -> dict[str, Any]:
+    return {"exception_results": sum(d.get("episode", 0) for d in details(found))}
+
+
+CATALOGUE_FACTS["harness-tool-exception"] = _tool_exception_facts
