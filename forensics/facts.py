@@ -606,3 +606,11 @@ def _tool_exception_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 CATALOGUE_FACTS["harness-tool-exception"] = _tool_exception_facts
+
+
+def _action_loop_facts(hit, found, labels, facts) -> dict[str, Any]:
+    repeats = [d.get("repeats", 0) for d in details(found)]
+    return {"loops": found.height, "max_repeats": max(repeats, default=0)}
+
+
+CATALOGUE_FACTS["action-loop"] = _action_loop_facts
