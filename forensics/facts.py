@@ -614,3 +614,16 @@ def _action_loop_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 CATALOGUE_FACTS["action-loop"] = _action_loop_facts
+
+
+def _user_sim_fault_facts(hit, found, labels, facts) -> dict[str, Any]:
+    shapes = _counts([d.get("shape") for d in details(found) if d.get("shape")])
+    models = sorted(set(hit["model"].drop_nulls().to_list()))
+    return {
+        "fault_turns": found.height,
+        "shapes_text": ", ".join(f"{n}× {s}" for s, n in shapes),
+        "user_model_text": ", ".join(models) or "user model unknown",
+    }
+
+
+CATALOGUE_FACTS["user-sim-fault"] = _user_sim_fault_facts
