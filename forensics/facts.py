@@ -627,3 +627,11 @@ def _user_sim_fault_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 CATALOGUE_FACTS["user-sim-fault"] = _user_sim_fault_facts
+
+
+def _transfer_facts(hit, found, labels, facts) -> dict[str, Any]:
+    shapes = [d.get("shape") for d in details(found)]
+    return {"transfer_episodes": found.height, "first_reply": shapes.count("first_reply")}
+
+
+CATALOGUE_FACTS["reflexive-transfer"] = _transfer_facts
