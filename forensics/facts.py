@@ -635,3 +635,17 @@ def _transfer_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 CATALOGUE_FACTS["reflexive-transfer"] = _transfer_facts
+
+
+def _prompt_truncation_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    plateaus = _counts([d.get("prompt_tokens") for d in data if d.get("prompt_tokens")])
+    windows = _counts([d.get("num_ctx") for d in data if d.get("num_ctx")])
+    return {
+        "plateau_episodes": found.height,
+        "plateaus_text": ", ".join(f"{v:,}" for v, _ in plateaus[:3]),
+        "num_ctx_suffix": f" (Ollama ran with num_ctx {windows[0][0]:,})" if windows else "",
+    }
+
+
+CATALOGUE_FACTS["silent-prompt-truncation"] = _prompt_truncation_facts
