@@ -649,3 +649,10 @@ def _prompt_truncation_facts(hit, found, labels, facts) -> dict[str, Any]:
 
 
 CATALOGUE_FACTS["silent-prompt-truncation"] = _prompt_truncation_facts
+
+
+def _repetition_to_cap_facts(hit, found, labels, facts) -> dict[str, Any]:
+    return {"loop_turns": found.height, "models_text": _models_text(hit)}
+
+
+CATALOGUE_FACTS["repetition-to-cap"] = _repetition_to_cap_facts

@@ -102,3 +102,27 @@ def test_exit_statuses_split_into_plumbing_and_model():
     assert d.score.episode_class == {"cost": "infra", "format": "model", "ok": "unexplained"}
     infra = next(c for c in d.causes if c.id == "run-exit-infra")
     assert infra.fixes[0]["action"] == "Fix what the exit statuses name: the cost budget"
+
+
+def test_a_loop_that_filled_the_cap_is_the_model_not_the_cap():
+    looped = {
+        "role": "assistant",
+        "actor": "agent",
+        "content": "The log says: " + "undefined reference to foo_init " * 80,
+        "finish_reason": "max_tokens",
+        "finish_reason_raw": "length",
+        "output_tokens": 512,
+        "max_output_tokens": 512,
+    }
+    cut = {
+        **looped,
+        "content": "<think>\nThe build fails in the linker step because libfoo is missing, so",
+    }
+    user = {"role": "user", "actor": "user_sim", "content": "Why does my build fail?"}
+    found, d = _scan({"loop": [user, looped], "cut": [user, cut]})
+    rules = sorted(found.select("trajectory_id", "rule").unique().iter_rows())
+    assert ("loop", "repetition-to-cap") in rules and ("cut", "max-tokens") in rules
+    by_id = {c.id: c for c in d.causes}
+    assert by_id["repetition-to-cap"].trajectory_ids == ["loop"]
+    assert by_id["thinking-budget-exhausted"].trajectory_ids == ["cut"]
+    assert d.score.episode_class == {"cut": "infra", "loop": "model"}
