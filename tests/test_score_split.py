@@ -127,3 +127,14 @@ def test_healthy_real_tau_bench_runs_have_no_fault_but_their_failures():
     assert _groups(split) == {"unexplained": (44, 44.0)}
     assert split.plumbing_share == 0.0
     assert split.mean_reward_without_infra == split.mean_reward == 0.5319
+
+
+def test_fault_class_is_a_column_of_the_stored_trajectories_table(tmp_path):
+    res = CliRunner().invoke(
+        cli, ["scan", str(SAMPLES / "output2.txt"), "--no-report", "--parquet", str(tmp_path)]
+    )
+    assert res.exit_code == 0, res.output
+    stored = pl.read_parquet(tmp_path / "trajectories.parquet").sort("task_id")
+    assert stored.select("task_id", "fault_class").rows() == [
+        ("12", "infra"), ("27", "infra"), ("48", "infra"), ("5", None)
+    ]  # fmt: skip
