@@ -133,7 +133,7 @@ def test_fault_class_is_a_column_of_the_stored_trajectories_table(tmp_path):
     res = CliRunner().invoke(
         cli, ["scan", str(SAMPLES / "output2.txt"), "--no-report", "--parquet", str(tmp_path)]
     )
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # high findings: the gate fails the scan
     stored = pl.read_parquet(tmp_path / "trajectories.parquet").sort("task_id")
     assert stored.select("task_id", "fault_class").rows() == [
         ("12", "infra"), ("27", "infra"), ("48", "infra"), ("5", None)
