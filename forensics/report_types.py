@@ -80,6 +80,7 @@ class Summary(TypedDict):
     scored: int
     trajectories_with_findings: int
     by_variant: list[dict[str, Any]]
+    runs: list[dict[str, Any]]  # result.runs_frame rows: run_id, domain, started, models, ...
 
 
 class Trajectory(TypedDict):
