@@ -551,6 +551,10 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
             "trajectories_with_findings": result.findings["trajectory_id"].n_unique(),
             "by_variant": _by_variant(result),
             "runs": _runs(result),
+            "disagreements": result.trajectories.filter(pl.col("disagreements").is_not_null())
+            .select("trajectory_id", "disagreements")
+            .sort("trajectory_id")
+            .to_dicts(),
         },
         "primary": primary,
         "verdict": result.diagnosis.verdict,

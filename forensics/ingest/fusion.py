@@ -73,8 +73,9 @@ class Fused:
 def fuse(turns: pa.Table, trajectories: pa.Table) -> Fused:
     """The tables with each episode once (see the module doc)."""
     trajs = pl.from_arrow(trajectories)
-    if trajs.height < 2 or trajs["source_path"].n_unique() < 2:
-        return Fused(turns, _with_sources(trajectories))
+    episodes = trajs.filter(pl.col("task_id").is_not_null())
+    if trajs["source_path"].n_unique() < 2 or episodes.is_empty():
+        return Fused(turns, _with_sources(trajectories))  # nothing two files could share
     members = _groups(pl.from_arrow(turns), trajs)
     if not members:
         return Fused(turns, _with_sources(trajectories))

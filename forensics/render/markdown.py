@@ -230,6 +230,12 @@ def _headline(m: dict[str, Any]) -> list[str]:
                 f"| {' | '.join(cells)} | {r['trajectories']} | {r['findings']:,} | "
                 f"{_reward(r['mean_reward'])} |"
             )
+    if s["disagreements"]:
+        lines.append("")
+        lines += [
+            f"- sources disagree: {_code(d['trajectory_id'], True)}: {inline(d['disagreements'])}"
+            for d in s["disagreements"]
+        ]
     return lines
 
 

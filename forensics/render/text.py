@@ -39,6 +39,13 @@ def _runs(runs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _disagreements(found: list[dict[str, str]], shown: int = 5) -> list[str]:
+    lines = [f"sources disagree: {v(d['trajectory_id'])}: {v(d['disagreements'])}" for d in found]
+    if len(found) > shown:
+        lines[shown:] = [f"sources disagree: … and {len(found) - shown} more episodes"]
+    return lines
+
+
 def render(model: dict[str, Any], report_path: str | None = None) -> str:
     """The summary printed after a scan (report_path: the HTML report, when one was written)."""
     s = model["summary"]
@@ -48,6 +55,7 @@ def render(model: dict[str, Any], report_path: str | None = None) -> str:
         "",
         v(model["verdict"]),
         *_runs(s["runs"]),
+        *_disagreements(s["disagreements"]),
     ]
     for cause in model["causes"]:
         lines.append("")
