@@ -12,11 +12,16 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import forensics
 from forensics.cli import cli
 from forensics.result import runs_frame
+
+from hostile import mutation
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 LOG = SAMPLES / "output2.txt"
@@ -157,3 +162,41 @@ def test_a_capture_of_another_run_is_not_fused(tmp_path):
     alone = forensics.scan([str(capture)])
     assert result.trajectories.height == 4 + alone.trajectories.height
     assert result.trajectories["sources"].list.len().max() == 1
+
+
+PROPERTY = settings(
+    max_examples=8,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@pytest.mark.parametrize(
+    "partner", ["vllm_capture_frustrated.jsonl", "tau_bench_results_frustrated.json"]
+)
+@PROPERTY
+@given(data=st.data())
+def test_a_damaged_partner_artifact_never_loses_or_doubles_an_episode(
+    partner, data, tmp_path_factory
+):
+    """Whatever happened to the second artifact, the log's episodes are each counted once,
+    every artifact is either a source of some trajectory or accounted for by rejects, and the
+    scan ends normally."""
+    work = tmp_path_factory.mktemp("fuse")
+    path = work / partner
+    path.write_bytes(data.draw(mutation((SAMPLES / partner).read_bytes()), label="partner"))
+    result = forensics.scan([str(LOG), str(path)])
+    traj = result.trajectories
+    from_log = traj.filter(pl.col("sources").list.contains(str(LOG)))
+    assert sorted(from_log["task_id"]) == ["12", "27", "48", "5"]
+    assert from_log["source_path"].unique().to_list() == [str(LOG)]
+    sources = set(traj["sources"].explode().drop_nulls())
+    assert sources <= {str(LOG), str(path)}
+    report = {f.path: f for f in result.files}[str(path)]
+    assert (
+        str(path) in sources
+        or report.records == 0
+        or (result.rejects.filter(pl.col("source_path") == str(path)).height > 0)
+    )
