@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -159,6 +160,12 @@ def _rules_option(f: Callable) -> Callable:
     "baseline is not a gate run.",
 )
 @click.option(
+    "--no-fuse",
+    is_flag=True,
+    help="Count each artifact's episodes apart: do not merge an episode seen in several files "
+    "(console log, results file, capture of the same run) into one trajectory.",
+)
+@click.option(
     "--allow-unchecked",
     is_flag=True,
     help="Do not fail when a --max-rate rule can run on none of the inputs (it lacks the "
@@ -211,6 +218,7 @@ def scan(
     write_baseline: Path | None,
     allow_unchecked: bool,
     allow_unreadable: bool,
+    no_fuse: bool,
     max_rejects: int | None,
     exit_zero: bool,
     config_path: Path | None,
@@ -237,6 +245,8 @@ def scan(
         settings = _settings(config_path, no_config).with_limits(
             max_decompressed_mb, max_document_mb
         )
+        if no_fuse:
+            settings = replace(settings, fuse=False)
         baseline = gate.load_baseline(baseline_path) if baseline_path else None
         outputs = [output, json_path, sarif_path, junit_path, md_path, db_path, parquet_dir]
         outputs.append(write_baseline)
