@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from forensics.ingest import (
     capture,
+    cassette,
     files,
     gemini,
     har,
@@ -72,7 +73,13 @@ FORMATS: list[Format] = [
         gemini.FORMAT, "Gemini generateContent responses / SDK dumps", gemini.sniff, gemini.ingest
     ),
     # API captures: before the sidecar sniffer, whose small status objects a lone API body
-    # could resemble.
+    # could resemble. Cassettes are YAML as often as JSON: before the text scanner takes them.
+    Format(
+        cassette.FORMAT,
+        "HTTP cassettes (vcrpy, Ruby VCR, go-vcr) of LLM API calls",
+        cassette.sniff,
+        cassette.ingest,
+    ),
     Format(har.FORMAT, "HAR 1.2 capture of LLM API calls", har.sniff, har.ingest),
     Format(
         capture.LITELLM_FORMAT,
