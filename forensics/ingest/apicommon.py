@@ -74,6 +74,7 @@ _API_SUFFIXES = (
     "/api/chat",
     "/api/generate",
     "/inference/v1/generate",
+    "/generate",
 )
 
 

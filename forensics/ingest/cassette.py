@@ -271,10 +271,11 @@ def _item_starts(lines: list[str]) -> list[int]:
             if match is None:
                 return []
             indent = match.group(1)
+        depth = len(line) - len(line.lstrip(" "))
         if line.startswith(indent + "- "):
             starts.append(i)
-        elif len(line) - len(line.lstrip(" ")) <= len(indent):
-            break  # the next top-level key: the list is over
+        elif depth <= len(indent) and line[depth] not in "\t-":
+            break  # the next key at the list's level or above: the list is over
     return starts
 
 
@@ -298,7 +299,7 @@ def _one_by_one(text: str, error: yaml.YAMLError) -> Iterator[Item]:
         try:
             value = yaml.load(body, Loader=_Loader)  # a safe loader: no Python objects
         except yaml.YAMLError as exc:
-            covered = covered or (broken_at is not None and start <= broken_at < start + len(chunk))
+            covered = True  # the parse error of the whole file is (at least) this one
             yield start + 1, None, f"invalid YAML: {' '.join(str(exc).split())[:300]}"
             continue
         except RecursionError:

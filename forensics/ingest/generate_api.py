@@ -2,7 +2,9 @@
 vLLM's token-level `/inference/v1/generate`.
 
 RL environments call these with a prompt already rendered by the chat template (or token ids),
-so a truncation shows only here. SGLang answers `{"text", "output_ids", "meta_info": {"id",
+so a truncation shows only here. No reasoning parser runs at this level: a leading closed
+`<think>` block is split off as reasoning here, as a parser would; an unclosed one stays in the
+text, where it shows the cut. SGLang answers `{"text", "output_ids", "meta_info": {"id",
 "finish_reason": {"type": "length"|"stop"|"abort", …}, "prompt_tokens", "completion_tokens"}}`
 (streamed as SSE chunks whose text is cumulative by default); its cap is
 `sampling_params.max_new_tokens`. vLLM answers `{"request_id", "choices": [{"token_ids",
@@ -24,6 +26,7 @@ _CHATML = re.compile(r"<\|im_start\|>(\w+)\n?(.*?)(<\|im_end\|>|(?=<\|im_start\|
 _LLAMA3 = re.compile(
     r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n*(.*?)(<\|eot_id\|>|<\|eom_id\|>|\Z)", re.S
 )
+_LEADING_THINK = re.compile(r"\s*<think>(.*?)</think>\s*", re.S)
 _ROLES = {"ipython": "tool", "tool": "tool", "system": "system", "assistant": "assistant"}
 
 
@@ -160,4 +163,8 @@ def stream_turn(chunks: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
         errors.append("no finish_reason: the generation was cut off")
     if errors:
         fields["error"] = "; ".join(errors)
-    return {"role": "assistant", "content": text, "reasoning": None, "tool_calls": []}, fields
+    reasoning = None
+    if text is not None and (match := _LEADING_THINK.match(text)):
+        # What a reasoning parser would have split off; an unclosed block stays in the text.
+        reasoning, text = match.group(1), text[match.end() :]
+    return {"role": "assistant", "content": text, "reasoning": reasoning, "tool_calls": []}, fields
