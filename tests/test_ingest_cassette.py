@@ -362,3 +362,15 @@ def test_a_gzipped_body_past_the_cap_is_a_reject(monkeypatch, tmp_path):
         (2, "POST https://x.test/v1/chat/completions: compressed body inflates past 0 MiB")
     ]
     assert files.MIB > 1000  # the cap message rounds down to MiB
+
+
+def test_python2_string_tags_are_text_and_object_tags_are_refused(tmp_path):
+    ok = (SYNTHETIC / "broken.yaml").read_text().split("- request:")[1]
+    text = "interactions:\n- request:" + ok.replace("method: POST", "method: !!python/unicode POST")
+    text += "- request: !!python/object/apply:os.system [echo]\n  response: {}\nversion: 1\n"
+    path = tmp_path / "py2.yaml"
+    path.write_text(text)
+    result = forensics.scan([str(path)])
+    assert answer(result, "py2.yaml", 2)["content"] == "hello"
+    [(line, reason)] = result.rejects.select("source_line", "reason").rows()
+    assert line == 12 and reason.startswith("invalid YAML value: could not determine a constructor")

@@ -294,3 +294,30 @@ def test_a_jsonl_capture_of_ollama_streams(tmp_path):
     assert {"unclosed-think"} <= rules
     turn = result.turns.filter(pl.col("role") == "assistant").row(0, named=True)
     assert (turn["content"], turn["finish_reason"]) == ("<think>plan more", "model_length")
+
+
+def test_bedrock_invoke_stream_unwraps_the_models_own_events():
+    """InvokeModelWithResponseStream (Claude on Bedrock): `chunk` frames carry Anthropic's
+    stream events as base64 JSON."""
+    import base64
+
+    def chunk(event: dict) -> bytes:
+        return frame("chunk", {"bytes": base64.b64encode(json.dumps(event).encode()).decode()})
+
+    stream = chunk({"type": "message_start", "message": {"model": "claude", "usage": {}}})
+    stream += chunk({"type": "content_block_start", "index": 0,
+                     "content_block": {"type": "text", "text": ""}})  # fmt: skip
+    stream += chunk({"type": "content_block_delta", "index": 0,
+                     "delta": {"type": "text_delta", "text": "Hi"}})  # fmt: skip
+    stream += chunk({"type": "message_delta", "delta": {"stop_reason": "max_tokens"},
+                     "usage": {"output_tokens": 1}})  # fmt: skip
+    stream += chunk({"type": "message_stop"})
+    call = build(
+        url="https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-v2/"
+        "invoke-with-response-stream",
+        request={"anthropic_version": "bedrock-2023-05-31", "max_tokens": 1,
+                 "messages": [{"role": "user", "content": "Hi"}]},
+        response=stream,
+    )  # fmt: skip
+    assert (call.output["content"], call.fields["finish_reason_raw"]) == ("Hi", "max_tokens")
+    assert (call.fields["max_output_tokens"], call.fields["stream_completed"]) == (1, True)

@@ -7,12 +7,14 @@ max_tokens, stop_sequence, guardrail_intervened, content_filtered or
 model_context_window_exceeded. ConverseStream answers in `application/vnd.amazon.eventstream`
 frames (a binary envelope around one JSON payload each, named by an `:event-type` header);
 `eventstream_chunks` turns them into the `{eventType: payload}` dicts boto3 hands out, which is
-also how logged streams look. A body that carries no answer becomes an error, never an empty
+also how logged streams look (InvokeModelWithResponseStream's `chunk` frames are unwrapped into
+the model's own events). A body that carries no answer becomes an error, never an empty
 turn with nothing said.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import zlib
@@ -102,9 +104,24 @@ def eventstream_chunks(data: bytes) -> list[dict[str, Any]]:
             message = value.get("message") if isinstance(value, dict) else None
             message = message or headers.get(":error-message") or json.dumps(value)[:300]
             chunks.append({"exception": {"type": kind, "message": message}})
+        elif (inner := _invoke_chunk(headers, value)) is not None:
+            chunks.append(inner)
         else:
             chunks.append({str(headers.get(":event-type") or "unknown"): value})
     return chunks
+
+
+def _invoke_chunk(headers: Mapping[str, Any], value: Any) -> dict[str, Any] | None:
+    """InvokeModelWithResponseStream wraps the model's own stream events (Anthropic's
+    `message_start`, …) as base64 JSON in `chunk` frames: unwrapped, the model's dialect reads
+    them."""
+    if headers.get(":event-type") != "chunk" or not isinstance(value, dict):
+        return None
+    try:
+        inner = json.loads(base64.b64decode(str(value.get("bytes")), validate=False))
+    except (ValueError, RecursionError):
+        return None
+    return inner if isinstance(inner, dict) else None
 
 
 def has_content_type(content_type: str | None) -> bool:

@@ -38,7 +38,15 @@ from forensics.ingest.records import Collector, isolated, reject_trailing
 
 FORMAT = "http_cassette"
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's when present), plus the string tags Python 2 era vcrpy wrote
+    (`!!python/unicode`, `!!python/str`): text, not objects."""
+
+
+for _tag in ("python/unicode", "python/str"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", yaml.SafeLoader.construct_yaml_str)
+
 _LIST_KEYS = ("interactions", "http_interactions")
 # A top-level key line of a YAML cassette, after an optional `---` and comments.
 _YAML_KEY = re.compile(
