@@ -321,3 +321,22 @@ def test_bedrock_invoke_stream_unwraps_the_models_own_events():
     )  # fmt: skip
     assert (call.output["content"], call.fields["finish_reason_raw"]) == ("Hi", "max_tokens")
     assert (call.fields["max_output_tokens"], call.fields["stream_completed"]) == (1, True)
+
+
+@pytest.mark.parametrize(
+    ("url", "request_body", "answer"),
+    [
+        # Embeddings: `input` made the request look like a Responses call.
+        ("https://api.openai.com/v1/embeddings", {"input": ["a"], "model": "e"},
+         {"object": "list", "data": [{"object": "embedding", "embedding": [0.1]}]}),
+        # A search API whose request has a `contents` object, as Gemini's has a list.
+        ("https://api.exa.ai/search", {"query": "q", "contents": {"text": True}},
+         {"requestId": "r", "results": []}),
+    ],
+)  # fmt: skip
+def test_an_answer_no_api_claims_is_not_a_call(url, request_body, answer):
+    with pytest.raises(NotACall, match=r"^not an LLM API call \(POST https"):
+        build(url=url, method="POST", request=request_body, response=answer, status=200)
+    # Their failures are still calls: an error body is evidence.
+    failed = build(url=url, request=request_body, response={"error": "quota"}, status=429)
+    assert failed.failed and failed.fields["http_status"] == 429

@@ -171,10 +171,22 @@ def build(ex: Exchange, line: int) -> Call:
         payloads, done, bad = _sse_payloads(response)
     chunks = payloads if res_kind == "sse" else response if res_kind == "chunks" else []
     dialect = detect(ex.url, request, response if res_kind == "json" else None, chunks)
-    if dialect is None:
+    if dialect is None or (res_kind == "json" and _foreign_answer(ex, response)):
         where = " ".join(p for p in (ex.method, without_query(ex.url)) if p)
         raise NotACall(f"not an LLM API call{f' ({where})' if where else ''}")
     return dialect.build(ex, line, request, res_kind, response, payloads, done, bad)
+
+
+def _foreign_answer(ex: Exchange, body: Mapping[str, Any]) -> bool:
+    """A successful JSON answer that no API's response shape claims, to a URL no API's path
+    claims: the request only looked like one (an embeddings call's `input`, a search API's
+    `contents`). Error bodies stay calls: a failed call is evidence."""
+    if (ex.status is not None and not 200 <= ex.status < 300) or "error" in body:
+        return False
+    path = urlsplit(ex.url).path.rstrip("/") if ex.url else ""
+    if path and any(d.claims_path(path) for d in DIALECTS):
+        return False
+    return not any(d.claims_body(body) for d in DIALECTS)
 
 
 def _messages_api(
@@ -230,7 +242,12 @@ def _messages_api(
             output = _placeholder()
             if not fields.get("error"):  # never an empty turn that says nothing
                 keys = ", ".join(sorted(map(str, response))[:8])
-                errors.append(f"response body holds no answer (keys: {keys})")
+                said = response.get("message") or response.get("detail")
+                errors.append(
+                    error_text(said)
+                    if isinstance(said, str) and said.strip()
+                    else f"response body holds no answer (keys: {keys})"
+                )
     elif res_kind == "text":
         output = _placeholder()
         errors.append(f"response body is not JSON: {' '.join(response[:200].split())}")
