@@ -337,6 +337,17 @@ def test_bedrock_invoke_stream_unwraps_the_models_own_events():
 def test_an_answer_no_api_claims_is_not_a_call(url, request_body, answer):
     with pytest.raises(NotACall, match=r"^not an LLM API call \(POST https"):
         build(url=url, method="POST", request=request_body, response=answer, status=200)
-    # Their failures are still calls: an error body is evidence.
-    failed = build(url=url, request=request_body, response={"error": "quota"}, status=429)
+    with pytest.raises(NotACall):  # nor are their failures
+        build(url=url, request=request_body, response={"error": "quota"}, status=429)
+
+
+def test_a_failed_call_to_an_unknown_url_is_still_a_call():
+    """Error bodies are no API's answer shape, yet a failed chat call is evidence."""
+    failed = build(
+        url="https://proxy.example.test/llm",
+        request={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        response={"error": {"message": "quota exceeded"}},
+        status=429,
+    )
     assert failed.failed and failed.fields["http_status"] == 429
+    assert failed.fields["error"] == "quota exceeded"

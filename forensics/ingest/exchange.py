@@ -171,10 +171,18 @@ def build(ex: Exchange, line: int) -> Call:
         payloads, done, bad = _sse_payloads(response)
     chunks = payloads if res_kind == "sse" else response if res_kind == "chunks" else []
     dialect = detect(ex.url, request, response if res_kind == "json" else None, chunks)
-    if dialect is None or (res_kind == "json" and _foreign_answer(ex, response)):
+    if (
+        dialect is None
+        or (res_kind == "json" and _foreign_answer(ex, response))
+        or (ex.url and urlsplit(ex.url).path.rstrip("/").endswith(_NOT_CALL_PATHS))
+    ):
         where = " ".join(p for p in (ex.method, without_query(ex.url)) if p)
         raise NotACall(f"not an LLM API call{f' ({where})' if where else ''}")
     return dialect.build(ex, line, request, res_kind, response, payloads, done, bad)
+
+
+# Endpoints of the same APIs that produce no turn: embeddings.
+_NOT_CALL_PATHS = ("/embeddings", ":embedContent", ":batchEmbedContents")
 
 
 def _foreign_answer(ex: Exchange, body: Mapping[str, Any]) -> bool:
@@ -436,7 +444,7 @@ DIALECTS: list[Dialect] = [
         lambda path: ":generateContent" in path or ":streamGenerateContent" in path,
         _gemini_body,
         lambda chunk: "candidates" in chunk or "promptFeedback" in chunk,
-        lambda body: "contents" in body,
+        lambda body: isinstance(body.get("contents"), list),
         _gemini_api,
     ),
 ]
