@@ -374,3 +374,13 @@ def test_python2_string_tags_are_text_and_object_tags_are_refused(tmp_path):
     assert answer(result, "py2.yaml", 2)["content"] == "hello"
     [(line, reason)] = result.rejects.select("source_line", "reason").rows()
     assert line == 12 and reason.startswith("invalid YAML value: could not determine a constructor")
+
+
+def test_an_interaction_of_another_recorder_is_rejected_with_its_keys(tmp_path):
+    """pydantic-ai's gRPC recorder writes frames, not HTTP exchanges, into the same list."""
+    path = tmp_path / "grpc.yaml"
+    path.write_text("version: 1\ninteractions:\n- kind: message\n  direction: sent\n  data: {}\n")
+    result = forensics.scan([str(path)])
+    assert result.rejects.select("source_line", "reason").rows() == [
+        (3, "not a recorded HTTP request/response (keys: data, direction, kind)")
+    ]

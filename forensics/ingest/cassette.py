@@ -394,6 +394,10 @@ def ingest(path: Path, collector: Collector) -> int:
         if not isinstance(item, dict):
             reader.reject(line, "interaction is not a mapping", capture.excerpt(item))
             continue
+        if not isinstance(item.get("request"), dict) and not isinstance(item.get("response"), dict):
+            keys = ", ".join(sorted(map(str, item))[:8])
+            reader.reject(line, f"not a recorded HTTP request/response (keys: {keys})")
+            continue
         with isolated(collector, str(path), line, FORMAT):
             try:
                 ex = interaction_exchange(item)
