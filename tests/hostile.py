@@ -44,6 +44,7 @@ SEEDS: dict[str, Path] = {
     "litellm": DATA / "capture" / "litellm_logs.jsonl",
     "cassette_yaml": DATA / "cassettes" / "synthetic" / "vcrpy_agent_loop.yaml",
     "cassette_json": DATA / "cassettes" / "synthetic" / "ruby_vcr_ollama.json",
+    "ollama_ndjson": DATA / "cassettes" / "synthetic" / "ollama_saved_streams.jsonl",
     "cassette_bedrock_stream": DATA
     / "cassettes"
     / "real"

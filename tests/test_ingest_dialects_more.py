@@ -15,6 +15,8 @@ import forensics
 from forensics.ingest import bedrock, exchange
 from forensics.ingest.exchange import Exchange, NotACall
 
+from conftest import DATA
+
 OLLAMA = "http://localhost:11434"
 BEDROCK = "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.nova-lite-v1%3A0"
 
@@ -351,3 +353,50 @@ def test_a_failed_call_to_an_unknown_url_is_still_a_call():
     )
     assert failed.failed and failed.fields["http_status"] == 429
     assert failed.fields["error"] == "quota exceeded"
+
+
+# --- Ollama answers saved as they came -------------------------------------------------------
+
+SAVED = DATA / "cassettes" / "synthetic" / "ollama_saved_streams.jsonl"
+REAL_OLLAMA = DATA / "cassettes" / "real"
+
+
+def test_saved_ollama_streams_one_turn_per_answer():
+    result = forensics.scan([str(SAVED)])
+    assert result.files[0].format == "ollama_ndjson"
+    rows = result.turns.sort("source_line")
+    assert rows["source_line"].to_list() == [1, 4, 5]
+    assert rows["content"].to_list() == [
+        "<think>\nThe user wants",
+        "<think>\nok\n</think>\n\nHi!",
+        "<think>\nStill",
+    ]
+    assert rows["finish_reason"].to_list() == ["max_tokens", "stop", None]
+    assert rows["stream_completed"].to_list() == [True, None, False]
+    found = set(zip(result.findings["rule"], result.findings["source_line"], strict=True))
+    assert found == {
+        ("max-tokens", 1),
+        ("thinking-budget-exhausted", 1),
+        ("unclosed-think", 1),
+        ("reasoning-leak", 4),
+        ("stream-cut-off", 5),
+        ("unclosed-think", 5),
+    }
+
+
+def test_real_saved_ollama_generate_streams():
+    """ollama-bash-lib's demo output: pretty-printed stream objects one after another."""
+    result = forensics.scan([str(p) for p in sorted(REAL_OLLAMA.glob("ollama_bash_lib_*.json"))])
+    assert result.rejects.is_empty()
+    by_model = {row["model"]: row for row in result.turns.iter_rows(named=True)}
+    deepseek = by_model["deepseek-v3.1:671b"]
+    assert (deepseek["content"], deepseek["output_tokens"], deepseek["input_tokens"]) == (
+        "Fluffy, hoppy, twitchy.",
+        11,
+        11,
+    )
+    assert (deepseek["finish_reason"], deepseek["stream_completed"]) == ("stop", True)
+    qwen = by_model["qwen3:8b"]  # no `think` switch: the reasoning comes inline
+    assert qwen["content"].startswith("<think>\nOkay, the user wants me to describe a rabbit")
+    assert "</think>" in qwen["content"] and qwen["output_tokens"] == 331
+    assert result.findings.select("rule", "source_line").rows() == [("reasoning-leak", 1)]

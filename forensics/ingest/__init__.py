@@ -17,6 +17,7 @@ from forensics.ingest import (
     gemini,
     har,
     jsonwalk,
+    ollama_capture,
     sidecars,
     sse_capture,
     tau2,
@@ -86,6 +87,13 @@ FORMATS: list[Format] = [
         "LiteLLM standard logging payloads / spend-log rows",
         capture.sniff_litellm,
         capture.ingest_litellm,
+    ),
+    # Before captures: a generate answer's `response` key is not a request/response pair.
+    Format(
+        ollama_capture.FORMAT,
+        "Ollama answers saved as NDJSON (streams, whole answers)",
+        ollama_capture.sniff,
+        ollama_capture.ingest,
     ),
     Format(
         capture.FORMAT,

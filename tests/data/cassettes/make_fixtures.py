@@ -510,6 +510,25 @@ def broken() -> None:
     (OUT / "empty.yaml").write_text("interactions: []\nversion: 1\n")
 
 
+def ollama_saved() -> None:
+    """What `curl -N localhost:11434/api/generate` printed, three answers in a row: a stream
+    cut by num_predict inside <think>, a whole answer, a stream cut off before its done line."""
+
+    def line(text: str, done: bool = False, **extra: object) -> str:
+        return dumps({"model": "deepseek-r1:8b", "created_at": "2025-01-01T00:00:00Z",
+                      "response": text, "done": done, **extra})  # fmt: skip
+
+    lines = [
+        line("<think>"),
+        line("\nThe user"),
+        line(" wants", True, done_reason="length", prompt_eval_count=9, eval_count=3),
+        line("<think>\nok\n</think>\n\nHi!", True, done_reason="stop", eval_count=7),
+        line("<think>"),
+        line("\nStill"),
+    ]
+    (OUT / "ollama_saved_streams.jsonl").write_text("\n".join(lines) + "\n")
+
+
 if __name__ == "__main__":
     OUT.mkdir(exist_ok=True)
     vcrpy_agent_loop()
@@ -519,3 +538,4 @@ if __name__ == "__main__":
     go_vcr_generate()
     langchain_gz()
     broken()
+    ollama_saved()
