@@ -4,6 +4,7 @@ at the line where their interaction starts."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -36,14 +37,19 @@ def answer(result, name: str, line: int) -> dict:
     return rows.row(0, named=True)
 
 
+def cassettes(folder: Path) -> list[str]:
+    """The cassettes of a fixture folder (it also holds saved Ollama answers, read elsewhere)."""
+    return [str(p) for p in sorted(folder.iterdir()) if not p.name.startswith("ollama_")]
+
+
 @pytest.fixture(scope="module")
 def real():
-    return forensics.scan([str(REAL)])
+    return forensics.scan(cassettes(REAL))
 
 
 @pytest.fixture(scope="module")
 def synthetic():
-    return forensics.scan([str(SYNTHETIC)])
+    return forensics.scan(cassettes(SYNTHETIC))
 
 
 # --- real cassettes --------------------------------------------------------------------------
@@ -384,3 +390,37 @@ def test_an_interaction_of_another_recorder_is_rejected_with_its_keys(tmp_path):
     assert result.rejects.select("source_line", "reason").rows() == [
         (3, "not a recorded HTTP request/response (keys: data, direction, kind)")
     ]
+
+
+def test_rvcr_json_shape(tmp_path):
+    """Rust's rVCR writes the Ruby VCR shape: response before request, `encoding: null`."""
+    answer = {
+        "object": "chat.completion",
+        "model": "gpt-3.5-turbo-0613",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Hello"},
+                "finish_reason": "length",
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
+    ask = {
+        "model": "gpt-3.5-turbo",
+        "max_tokens": 1,
+        "messages": [{"role": "user", "content": "Hi"}],
+    }
+    doc = {"http_interactions": [{
+        "response": {"body": {"encoding": None, "string": json.dumps(answer, indent=2)},
+                     "http_version": "1.1", "status": {"code": 200, "message": "OK"},
+                     "headers": {"content-type": ["application/json"]}},
+        "request": {"uri": "https://api.openai.com/v1/chat/completions", "method": "post",
+                    "body": {"encoding": None, "string": json.dumps(ask)},
+                    "headers": {"authorization": ["<CENSORED>"]}},
+        "recorded_at": "Tue, 16 Jan 2024 02:11:20 +0000"}],
+        "recorded_with": "rVCR 0.1.5"}  # fmt: skip
+    path = tmp_path / "start-conversation.json"
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    assert found(result) == {("max-tokens", "start-conversation.json", 3)}
