@@ -400,3 +400,31 @@ def test_real_saved_ollama_generate_streams():
     assert qwen["content"].startswith("<think>\nOkay, the user wants me to describe a rabbit")
     assert "</think>" in qwen["content"] and qwen["output_tokens"] == 331
     assert result.findings.select("rule", "source_line").rows() == [("reasoning-leak", 1)]
+
+
+def test_a_har_entry_with_a_bedrock_event_stream(tmp_path):
+    """A browser or proxy capture keeps the binary stream base64-encoded."""
+    import base64
+
+    stream = frame("messageStart", {"role": "assistant"})
+    stream += frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Lima is"}})
+    stream += frame("messageStop", {"stopReason": "max_tokens"})
+    stream += frame("metadata", {"usage": {"inputTokens": 5, "outputTokens": 2}})
+    entry = {
+        "request": {"method": "POST", "url": f"{BEDROCK}/converse-stream",
+                    "postData": {"text": json.dumps(CONVERSE)}},
+        "response": {"status": 200, "content": {
+            "mimeType": "application/vnd.amazon.eventstream", "encoding": "base64",
+            "text": base64.b64encode(stream).decode()}},
+    }  # fmt: skip
+    path = tmp_path / "bedrock.har"
+    path.write_text(json.dumps({"log": {"version": "1.2", "creator": {}, "entries": [entry]}}))
+    result = forensics.scan([str(path)])
+    assert result.rejects.is_empty()
+    turn = result.turns.filter(pl.col("role") == "assistant").sort("turn_index").row(-1, named=True)
+    assert (turn["content"], turn["finish_reason"], turn["output_tokens"]) == (
+        "Lima is",
+        "max_tokens",
+        2,
+    )
+    assert set(result.findings["rule"]) >= {"max-tokens"}
