@@ -428,3 +428,21 @@ def test_a_har_entry_with_a_bedrock_event_stream(tmp_path):
         2,
     )
     assert set(result.findings["rule"]) >= {"max-tokens"}
+
+
+def test_bedrock_citations_are_text_and_unread_blocks_are_named():
+    cited = build(
+        url=f"{BEDROCK}/converse",
+        response={"output": {"message": {"role": "assistant", "content": [
+            {"citationsContent": {"content": [{"text": "Paris."}], "citations": []}}]}},
+            "stopReason": "end_turn"},
+    )  # fmt: skip
+    assert (cited.output["content"], cited.fields.get("error")) == ("Paris.", None)
+    image = build(
+        url=f"{BEDROCK}/converse",
+        response={"output": {"message": {"role": "assistant", "content": [
+            {"image": {"format": "png", "source": {"bytes": "AAAA"}}}]}},
+            "stopReason": "end_turn"},
+    )  # fmt: skip
+    assert image.output["content"] is None and "unread" not in image.output
+    assert image.fields["error"] == "answer holds only blocks that are not read: image"

@@ -173,6 +173,9 @@ def _reasoning_text(block: Any) -> str | None:
 
 
 def _assistant(blocks: Any) -> dict[str, Any]:
+    """The message of a list of blocks; `unread` lists the block kinds of an answer that holds
+    nothing else, so the turn says why it is empty."""
+    unread: list[str] = []
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -190,14 +193,24 @@ def _assistant(blocks: Any) -> dict[str, Any]:
                     "arguments": json_text(use.get("input")),
                 }
             )
-        elif "reasoningContent" in block and (text := _reasoning_text(block["reasoningContent"])):
-            thoughts.append(text)
-    return {
+        elif "reasoningContent" in block:
+            if text := _reasoning_text(block["reasoningContent"]):
+                thoughts.append(text)
+        elif "citationsContent" in block:  # text with its sources (Nova, Claude citations)
+            for part in as_dict(block["citationsContent"]).get("content") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+        else:
+            unread.extend(str(k) for k in block)
+    message: dict[str, Any] = {
         "role": "assistant",
         "content": "".join(texts) if texts else None,
         "reasoning": "\n".join(thoughts) if thoughts else None,
         "tool_calls": calls,
     }
+    if unread and not (texts or thoughts or calls):
+        message["unread"] = sorted(set(unread))
+    return message
 
 
 def _tool_result(result: Mapping[str, Any]) -> str | None:
@@ -249,7 +262,9 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(message, dict):
             continue
         if message.get("role") == "assistant":
-            out.append(_assistant(message.get("content")))
+            said = _assistant(message.get("content"))
+            said.pop("unread", None)
+            out.append(said)
         else:
             out.extend(_user(message.get("content")))
     return out
@@ -328,7 +343,14 @@ def response_turn(body: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[
         return None, fields
     fields.update(_usage(body.get("usage")))
     fields["finish_reason_raw"] = as_str(body.get("stopReason"))
-    return _assistant(message.get("content")), fields
+    return _said(_assistant(message.get("content")), fields), fields
+
+
+def _said(message: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    if unread := message.pop("unread", None):
+        why = f"answer holds only blocks that are not read: {', '.join(unread)}"
+        fields["error"] = "; ".join(e for e in (fields.get("error"), why) if e)
+    return message
 
 
 def stream_turn(events: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -384,4 +406,4 @@ def stream_turn(events: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
         errors.append(CUT_OFF)
     if errors:
         fields["error"] = "; ".join(errors)
-    return _assistant([blocks[i] for i in sorted(blocks)]), fields
+    return _said(_assistant([blocks[i] for i in sorted(blocks)]), fields), fields
