@@ -334,6 +334,9 @@ def test_bedrock_invoke_stream_unwraps_the_models_own_events():
         # A search API whose request has a `contents` object, as Gemini's has a list.
         ("https://api.exa.ai/search", {"query": "q", "contents": {"text": True}},
          {"requestId": "r", "results": []}),
+        # Token counting re-sends the conversation but answers a number.
+        ("https://api.anthropic.com/v1/messages/count_tokens",
+         {"model": "c", "messages": [{"role": "user", "content": "hi"}]}, {"input_tokens": 9}),
     ],
 )  # fmt: skip
 def test_an_answer_no_api_claims_is_not_a_call(url, request_body, answer):

@@ -181,8 +181,15 @@ def build(ex: Exchange, line: int) -> Call:
     return dialect.build(ex, line, request, res_kind, response, payloads, done, bad)
 
 
-# Endpoints of the same APIs that produce no turn: embeddings.
-_NOT_CALL_PATHS = ("/embeddings", ":embedContent", ":batchEmbedContents")
+# Endpoints of the same APIs that produce no turn: embeddings, token counting.
+_NOT_CALL_PATHS = (
+    "/embeddings",
+    ":embedContent",
+    ":batchEmbedContents",
+    "/count_tokens",
+    "/count-tokens",
+    ":countTokens",
+)
 
 
 def _foreign_answer(ex: Exchange, body: Mapping[str, Any]) -> bool:
