@@ -424,3 +424,13 @@ def test_rvcr_json_shape(tmp_path):
     path.write_text(json.dumps(doc, indent=2))
     result = forensics.scan([str(path)])
     assert found(result) == {("max-tokens", "start-conversation.json", 3)}
+
+
+def test_a_stale_content_encoding_header_does_not_reject_a_plain_body():
+    answer = b'{"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}'
+    for encoding in ("gzip", "deflate", "br"):
+        side = {"body": {"string": answer}, "headers": {"Content-Encoding": [encoding]}}
+        assert cassette.body_of(side) == answer
+    damaged = {"body": {"string": b"\x1f\x8b\x08\x00garbage"}, "headers": {}}
+    with pytest.raises(cassette.BadBody, match="compressed body is damaged"):
+        cassette.body_of(damaged)

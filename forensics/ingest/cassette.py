@@ -103,28 +103,42 @@ def header(headers: Any, name: str) -> str | None:
     return None
 
 
+class _Damaged(BadBody):
+    """Bytes that do not inflate: perhaps not compressed at all (a stale header)."""
+
+
 def _inflate(data: bytes, wbits: int) -> bytes:
     inflater = zlib.decompressobj(wbits)
     try:
         out = inflater.decompress(data, MAX_BODY_BYTES)
     except zlib.error as exc:
-        raise BadBody(f"compressed body is damaged ({exc})") from None
+        raise _Damaged(f"compressed body is damaged ({exc})") from None
     if inflater.unconsumed_tail:
         raise BadBody(f"compressed body inflates past {MAX_BODY_BYTES // files.MIB} MiB")
+    if not inflater.eof:
+        raise _Damaged("compressed body is damaged (cut short)")
     return out
 
 
 def _from_bytes(data: bytes, encoding: str | None) -> bytes | str:
-    if data[:2] == b"\x1f\x8b" or encoding == "gzip":
+    """Bytes inflated as their magic (gzip) or header (deflate) says; a header that names a
+    codec the bytes do not follow is stale (recorders decode bodies and keep the header)."""
+    if data[:2] == b"\x1f\x8b":
         return _from_bytes(_inflate(data, 31), None)
     if encoding == "deflate":
-        try:
-            return _from_bytes(_inflate(data, 15), None)
-        except BadBody:
-            return _from_bytes(_inflate(data, -15), None)
-    if encoding in ("br", "zstd", "compress"):
+        for wbits in (15, -15):
+            try:
+                return _from_bytes(_inflate(data, wbits), None)
+            except _Damaged:
+                continue
+        return data
+    if encoding in ("br", "zstd", "compress") and not _is_text(data):
         raise BadBody(f"{encoding}-compressed body: not decoded")
     return data
+
+
+def _is_text(data: bytes) -> bool:
+    return data.lstrip()[:1] in (b"{", b"[") or data.startswith((b"data:", b"event:"))
 
 
 def _maybe_base64(text: str) -> bytes | None:
@@ -135,9 +149,7 @@ def _maybe_base64(text: str) -> bytes | None:
         data = base64.b64decode(text, validate=False)
     except (binascii.Error, ValueError):
         return None
-    if data[:2] == b"\x1f\x8b" or data.lstrip()[:1] in (b"{", b"[") or data.startswith(b"data:"):
-        return data
-    return None
+    return data if data[:2] == b"\x1f\x8b" or _is_text(data) else None
 
 
 def body_of(side: Mapping[str, Any]) -> Any:
