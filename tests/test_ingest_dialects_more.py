@@ -449,3 +449,36 @@ def test_bedrock_citations_are_text_and_unread_blocks_are_named():
     )  # fmt: skip
     assert image.output["content"] is None and "unread" not in image.output
     assert image.fields["error"] == "answer holds only blocks that are not read: image"
+
+
+def test_tgi_generate_whole_and_streamed():
+    url = "http://tgi.example.test/generate"
+    ask = {"inputs": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+           "parameters": {"max_new_tokens": 2, "details": True}}  # fmt: skip
+    capped = build(
+        url=url,
+        request=ask,
+        response={"generated_text": "Hello there",
+                  "details": {"finish_reason": "length", "generated_tokens": 2}},
+    )  # fmt: skip
+    assert [m["role"] for m in capped.messages] == ["user"]
+    assert (capped.output["content"], capped.fields["finish_reason_raw"]) == (
+        "Hello there",
+        "length",
+    )
+    assert (capped.fields["max_output_tokens"], capped.fields["output_tokens"]) == (2, 2)
+    plain = build(url=url, request={"inputs": "Hi", "parameters": {}},
+                  response={"generated_text": "Hey"})  # fmt: skip
+    assert (plain.output["content"], plain.fields.get("error")) == ("Hey", None)
+    events = [
+        {"index": 1, "token": {"id": 1, "text": "He"}, "generated_text": None, "details": None},
+        {"index": 2, "token": {"id": 2, "text": "y"}, "generated_text": "Hey",
+         "details": {"finish_reason": "eos_token", "generated_tokens": 2}},
+    ]  # fmt: skip
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+    streamed = build(url="http://tgi.example.test/generate_stream", response=body)
+    assert (streamed.output["content"], streamed.fields["finish_reason_raw"]) == (
+        "Hey",
+        "eos_token",
+    )
+    assert streamed.fields["stream_completed"] is True

@@ -2,7 +2,9 @@
 vLLM's token-level `/inference/v1/generate`.
 
 RL environments call these with a prompt already rendered by the chat template (or token ids),
-so a truncation shows only here. No reasoning parser runs at this level: a leading closed
+so a truncation shows only here. Text Generation Inference's `/generate` (`generated_text`,
+`details.finish_reason` length / eos_token / stop_sequence, `parameters.max_new_tokens`) reads
+the same way. No reasoning parser runs at this level: a leading closed
 `<think>` block is split off as reasoning here, as a parser would; an unclosed one stays in the
 text, where it shows the cut. SGLang answers `{"text", "output_ids", "meta_info": {"id",
 "finish_reason": {"type": "length"|"stop"|"abort", …}, "prompt_tokens", "completion_tokens"}}`
@@ -45,11 +47,18 @@ def _vllm_body(body: Mapping[str, Any]) -> bool:
     return isinstance(first, dict) and "token_ids" in first and "message" not in first
 
 
+def _tgi_body(body: Mapping[str, Any]) -> bool:
+    """Text Generation Inference: `generated_text` (and `details`), or a stream's token event."""
+    return "generated_text" in body or (isinstance(body.get("token"), dict) and "details" in body)
+
+
 def is_response(body: Mapping[str, Any]) -> bool:
-    return _sglang_body(body) or _vllm_body(body)
+    return _sglang_body(body) or _vllm_body(body) or _tgi_body(body)
 
 
 def is_request(body: Mapping[str, Any]) -> bool:
+    if isinstance(body.get("parameters"), dict) and "inputs" in body:
+        return True  # TGI
     return isinstance(body.get("sampling_params"), dict) and bool(
         body.keys() & {"text", "input_ids", "token_ids"}
     )
@@ -79,7 +88,7 @@ def _split_template(prompt: str) -> list[dict[str, Any]] | None:
 
 
 def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    prompt = body.get("text", body.get("prompt"))
+    prompt = body.get("text", body.get("prompt", body.get("inputs")))
     if isinstance(prompt, list) and len(prompt) == 1:
         prompt = prompt[0]
     if not isinstance(prompt, str):
@@ -89,7 +98,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def request_fields(body: Mapping[str, Any]) -> dict[str, Any]:
-    params = as_dict(body.get("sampling_params"))
+    params = as_dict(body.get("sampling_params") or body.get("parameters"))
     cap = as_int(params.get("max_new_tokens", params.get("max_tokens")))
     return {
         "model": as_str(body.get("model")),
@@ -123,11 +132,21 @@ def stream_turn(chunks: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
     errors: list[str] = []
     ids: set[str] = set()
     finished = False
+    whole = False  # a TGI answer without details: complete, its finish reason not asked for
     for chunk in chunks:
         if "error" in chunk and not is_response(chunk):
             errors.append(f"error inside the stream: {error_text(chunk.get('error'))}")
             continue
-        if _vllm_body(chunk):
+        if _tgi_body(chunk):
+            details = as_dict(chunk.get("details"))
+            raw, error = as_str(details.get("finish_reason")), None
+            if (count := as_int(details.get("generated_tokens"))) is not None:
+                fields["output_tokens"] = count
+            if isinstance(chunk.get("generated_text"), str):
+                text, whole = chunk["generated_text"], True
+            elif isinstance(piece := as_dict(chunk.get("token")).get("text"), str):
+                text = (text or "") + piece
+        elif _vllm_body(chunk):
             choice = as_dict(chunk["choices"][0])
             raw, error = _finish(choice.get("finish_reason"))
             tokens = choice.get("token_ids")
@@ -158,8 +177,8 @@ def stream_turn(chunks: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
             errors.append(error)
     if len(ids) > 1:
         errors.append(f"a batch of {len(ids)} generations: only their merged text is read")
-    fields["stream_completed"] = finished
-    if not finished:
+    fields["stream_completed"] = finished or whole
+    if not (finished or whole):
         errors.append("no finish_reason: the generation was cut off")
     if errors:
         fields["error"] = "; ".join(errors)
