@@ -13,7 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hypothesis import strategies as st
+
+from forensics.ingest import files, jsonwalk
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -39,12 +42,21 @@ SEEDS: dict[str, Path] = {
     "capture_sse": DATA / "capture" / "streams.sse",
     "har": DATA / "capture" / "agent.har",
     "litellm": DATA / "capture" / "litellm_logs.jsonl",
+    "cassette_yaml": DATA / "cassettes" / "synthetic" / "vcrpy_agent_loop.yaml",
+    "cassette_json": DATA / "cassettes" / "synthetic" / "ruby_vcr_ollama.json",
+    "ollama_ndjson": DATA / "cassettes" / "synthetic" / "ollama_saved_streams.jsonl",
+    "cassette_bedrock_stream": DATA
+    / "cassettes"
+    / "real"
+    / "pydantic_ai_test_bedrock_model_stream.yaml",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
 LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm"}
 # Formats whose records are the elements of a top-level array.
 ARRAY_FORMATS = {"tau_bench_results"}
+# HTTP cassettes: every interaction is a turn source or a reject.
+CASSETTE_FORMATS = {"cassette_yaml", "cassette_json", "cassette_bedrock_stream"}
 
 HUGE = 2**70
 DEEP = 3000
@@ -246,3 +258,29 @@ def planted(raw: bytes) -> bytes:
             counter[0] += 1
             out.append(f"{line} {shapes[counter[0] % len(shapes)][0]}" if line else line)
     return _encode("\n".join(out))
+
+
+def cassette_lines(path: Path) -> set[int]:
+    """Lines where the interactions of a cassette start, when the file parses whole (a file
+    that does not is checked by the reader's own cut, like the other formats)."""
+    try:
+        text = files.read_text(path)
+        if text.lstrip("\ufeff \t\r\n").startswith("{"):
+            doc = json.loads(text)
+            key = next(k for k in ("interactions", "http_interactions") if k in doc)
+            if not isinstance(doc[key], list):
+                return set()
+            line_of = jsonwalk.LineCounter(text)
+            start = text.index("[", text.index(f'"{key}"'))
+            return {line_of(pos) for pos, _, _ in jsonwalk.elements(text, start)}
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:
+        return set()
+    if not isinstance(root, yaml.MappingNode):
+        return set()
+    for key, value in root.value:
+        if key.value in ("interactions", "http_interactions") and isinstance(
+            value, yaml.SequenceNode
+        ):
+            return {node.start_mark.line + 1 for node in value.value}
+    return set()

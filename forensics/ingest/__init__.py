@@ -12,11 +12,13 @@ import pyarrow as pa
 
 from forensics.ingest import (
     capture,
+    cassette,
     files,
     fusion,
     gemini,
     har,
     jsonwalk,
+    ollama_capture,
     sidecars,
     sse_capture,
     tau2,
@@ -73,13 +75,26 @@ FORMATS: list[Format] = [
         gemini.FORMAT, "Gemini generateContent responses / SDK dumps", gemini.sniff, gemini.ingest
     ),
     # API captures: before the sidecar sniffer, whose small status objects a lone API body
-    # could resemble.
+    # could resemble. Cassettes are YAML as often as JSON: before the text scanner takes them.
+    Format(
+        cassette.FORMAT,
+        "HTTP cassettes (vcrpy, Ruby VCR, go-vcr) of LLM API calls",
+        cassette.sniff,
+        cassette.ingest,
+    ),
     Format(har.FORMAT, "HAR 1.2 capture of LLM API calls", har.sniff, har.ingest),
     Format(
         capture.LITELLM_FORMAT,
         "LiteLLM standard logging payloads / spend-log rows",
         capture.sniff_litellm,
         capture.ingest_litellm,
+    ),
+    # Before captures: a generate answer's `response` key is not a request/response pair.
+    Format(
+        ollama_capture.FORMAT,
+        "Ollama answers saved as NDJSON (streams, whole answers)",
+        ollama_capture.sniff,
+        ollama_capture.ingest,
     ),
     Format(
         capture.FORMAT,
