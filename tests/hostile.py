@@ -39,10 +39,11 @@ SEEDS: dict[str, Path] = {
     "capture_sse": DATA / "capture" / "streams.sse",
     "har": DATA / "capture" / "agent.har",
     "litellm": DATA / "capture" / "litellm_logs.jsonl",
+    "sharegpt": DATA / "traces" / "sharegpt" / "hermes_agent_trajectories.jsonl",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
-LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm"}
+LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm", "sharegpt"}
 # Formats whose records are the elements of a top-level array.
 ARRAY_FORMATS = {"tau_bench_results"}
 

@@ -16,6 +16,7 @@ from forensics.ingest import (
     gemini,
     har,
     jsonwalk,
+    sharegpt,
     sidecars,
     sse_capture,
     tau2,
@@ -35,6 +36,12 @@ class Format:
     # A container format (a zip of JSON members, …) claims its file from the raw first bytes
     # and the path, before text detection would call the file binary.
     claim: Callable[[bytes, Path | None], str | None] | None = None
+    # The turn columns (schema.RAW_TURNS) its reader can fill, beyond the identity columns
+    # every reader fills: `forensics formats` derives from it which rules can run on the
+    # format. None: not declared.
+    columns: frozenset[str] | None = None
+    # How the format is recognised, in words, for `forensics formats` (else the description).
+    detection: str | None = None
 
 
 def _sniff_tau_results(head: str) -> str | None:
@@ -88,6 +95,14 @@ FORMATS: list[Format] = [
     ),
     Format(
         sse_capture.FORMAT, "streamed response bodies (SSE)", sse_capture.sniff, sse_capture.ingest
+    ),
+    Format(
+        sharegpt.FORMAT,
+        "ShareGPT conversations with Hermes <tool_call> text (hermes-agent, Hermes datasets)",
+        sharegpt.sniff,
+        sharegpt.ingest,
+        columns=frozenset({"content", "tool_calls", "model", "tools_attached", "tool_count"}),
+        detection="JSONL lines or a JSON array of objects with `conversations` of from/value turns",
     ),
     Format(
         sidecars.FORMAT, "run-metadata sidecar (labels its run)", sidecars.sniff, sidecars.ingest
