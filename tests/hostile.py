@@ -40,6 +40,9 @@ SEEDS: dict[str, Path] = {
     "har": DATA / "capture" / "agent.har",
     "litellm": DATA / "capture" / "litellm_logs.jsonl",
     "sharegpt": DATA / "traces" / "sharegpt" / "hermes_agent_trajectories.jsonl",
+    # Not a line format for the invariant: a response's block lines are one turn, and metadata
+    # lines are counted in the file's note.
+    "claude_code": DATA / "traces" / "claude_code" / "session_errors.jsonl",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.

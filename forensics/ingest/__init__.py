@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from forensics.ingest import (
     capture,
+    claude_code,
     files,
     gemini,
     har,
@@ -103,6 +104,30 @@ FORMATS: list[Format] = [
         sharegpt.ingest,
         columns=frozenset({"content", "tool_calls", "model", "tools_attached", "tool_count"}),
         detection="JSONL lines or a JSON array of objects with `conversations` of from/value turns",
+    ),
+    Format(
+        claude_code.FORMAT,
+        "Claude Code session transcript (~/.claude/projects/*/*.jsonl)",
+        claude_code.sniff,
+        claude_code.ingest,
+        columns=frozenset(
+            {
+                "content",
+                "reasoning",
+                "tool_calls",
+                "finish_reason",
+                "finish_reason_raw",
+                "input_tokens",
+                "output_tokens",
+                "max_output_tokens",
+                "tools_attached",
+                "model",
+                "http_status",
+                "error",
+            }
+        ),
+        detection="JSONL lines with parentUuid/sessionId, or a first summary (leafUuid), "
+        "file-history-snapshot or other session line",
     ),
     Format(
         sidecars.FORMAT, "run-metadata sidecar (labels its run)", sidecars.sniff, sidecars.ingest
