@@ -43,6 +43,8 @@ SEEDS: dict[str, Path] = {
     # Not a line format for the invariant: a response's block lines are one turn, and metadata
     # lines are counted in the file's note.
     "claude_code": DATA / "traces" / "claude_code" / "session_errors.jsonl",
+    "otlp_jsonl": DATA / "traces" / "otlp" / "file_exporter_genai.jsonl",
+    "otlp_document": DATA / "traces" / "otlp" / "mixed_conventions.json",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.

@@ -17,6 +17,7 @@ from forensics.ingest import (
     gemini,
     har,
     jsonwalk,
+    otlp,
     sharegpt,
     sidecars,
     sse_capture,
@@ -128,6 +129,32 @@ FORMATS: list[Format] = [
         ),
         detection="JSONL lines with parentUuid/sessionId, or a first summary (leafUuid), "
         "file-history-snapshot or other session line",
+    ),
+    Format(
+        otlp.FORMAT,
+        "OpenTelemetry traces of LLM calls (GenAI semconv, OpenInference, OpenLLMetry)",
+        otlp.sniff,
+        otlp.ingest,
+        columns=frozenset(
+            {
+                "content",
+                "reasoning",
+                "tool_calls",
+                "finish_reason",
+                "finish_reason_raw",
+                "input_tokens",
+                "output_tokens",
+                "reasoning_tokens",
+                "max_output_tokens",
+                "tools_attached",
+                "model",
+                "endpoint",
+                "http_status",
+                "error",
+            }
+        ),
+        detection="OTLP JSON with resourceSpans (one export per line or one document), or "
+        "ConsoleSpanExporter objects with context.trace_id/span_id",
     ),
     Format(
         sidecars.FORMAT, "run-metadata sidecar (labels its run)", sidecars.sniff, sidecars.ingest

@@ -9,7 +9,7 @@ parsed becomes a reject with its line, and the walk goes on where it can.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,9 @@ class Record:
     line: int
     json_path: str | None  # "$[3]" for an array element, "$" for a whole document, None: JSONL
     value: Any
+    # Line of the first occurrence of a text at or after the record's start, for readers that
+    # locate parts of a multi-line record (None in JSONL, where a record is its line).
+    locate: Callable[[str], int] | None = None
 
 
 def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
@@ -55,7 +58,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
         try:
             for index, (start, item, stop) in enumerate(jsonwalk.elements(text, pos)):
                 last = stop
-                yield Record(line_of(start), f"$[{index}]", item)
+                yield Record(line_of(start), f"$[{index}]", item, _locator(text, start, line_of))
         except jsonwalk.WalkError as exc:
             reason = (
                 f"array element {index + 1} not read: {exc.msg}; the elements before it are kept"
@@ -71,5 +74,13 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
         reason = f"invalid JSON ({exc.msg})"
         collector.reject(name, line_of(exc.pos), reason, text[pos : pos + 200], fmt)
         return
-    yield Record(line_of(pos), "$", value)
+    yield Record(line_of(pos), "$", value, _locator(text, pos, line_of))
     reject_trailing(collector, name, text, end, line_of, fmt)
+
+
+def _locator(text: str, start: int, line_of: jsonwalk.LineCounter) -> Callable[[str], int]:
+    def locate(needle: str) -> int:
+        found = text.find(needle, start)
+        return line_of(found if found >= 0 else start)
+
+    return locate

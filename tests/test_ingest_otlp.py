@@ -1,0 +1,132 @@
+"""OpenTelemetry traces of LLM calls: OTLP JSON (file exporter lines, one document), GenAI
+semantic conventions old and new, OpenInference, OpenLLMetry; conversations across traces."""
+
+from __future__ import annotations
+
+import json
+
+import forensics
+from forensics.ingest import detect, otlp
+
+from conftest import DATA
+
+OTLP = DATA / "traces" / "otlp"
+CONV = "file_exporter_genai/task-conv_5j66UpCpwteGg4YSxUnt7lPY/trial-0"
+
+
+def scan(name: str) -> forensics.ScanResult:
+    return forensics.scan([str(OTLP / name)])
+
+
+def found(result) -> list[tuple[str, str, int, int]]:
+    f = result.findings
+    return sorted(
+        zip(f["rule"], f["trajectory_id"], f["turn_index"], f["source_line"], strict=True)
+    )
+
+
+def test_a_conversation_across_traces_is_one_trajectory_without_repeated_history():
+    result = scan("file_exporter_genai.jsonl")
+    turns = result.turns.filter(result.turns["trajectory_id"] == CONV)
+    assert turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+    assert turns["source_line"].to_list() == [1, 1, 1, 2, 2]
+    call = turns.row(2, named=True)
+    assert call["tool_calls"] == [
+        {
+            "id": "call_VSPygqKTWdrhaFErNvMV18Yl",
+            "name": "get_weather",
+            "arguments": '{"location": "Paris"}',
+        }
+    ]
+    assert (call["finish_reason"], call["input_tokens"], call["output_tokens"]) == (
+        "tool_calls",
+        92,
+        17,
+    )
+    assert call["tools_attached"] is True and call["endpoint"] == "api.openai.com"
+    assert turns.row(3, named=True)["content"] == "rainy, 57°F"
+    answer = turns.row(4, named=True)
+    assert (answer["finish_reason_raw"], answer["output_tokens"], answer["max_output_tokens"]) == (
+        "length", 256, 256,
+    )  # fmt: skip
+    assert answer["model"] == "gpt-4o-mini-2024-07-18"
+
+
+def test_file_exporter_findings_and_the_healthy_trace_stays_clean():
+    result = scan("file_exporter_genai.jsonl")
+    failed = "file_exporter_genai/task-a3ce929d0e0e47364bf92f3577b34da6/trial-0"
+    assert found(result) == [("http-error", failed, 0, 2), ("max-tokens", CONV, 4, 2)]
+    assert result.trajectories.height == 3 and result.rejects.is_empty()
+    assert "1 span(s) that are not model calls" in result.files[0].note
+    error = result.turns.filter(result.turns["trajectory_id"] == failed).row(0, named=True)
+    assert error["http_status"] == 429 and error["error"].startswith("Error code: 429")
+
+
+def test_openinference_openllmetry_and_event_conventions_in_one_document():
+    result = scan("mixed_conventions.json")
+    assert result.rejects.is_empty()
+    by_task = {
+        t: result.turns.filter(result.turns["task_id"] == t)
+        for t in result.turns["task_id"].unique()
+    }
+    oi = by_task["03cb2eb84dd52ac9bc1496a99c733880"]  # base64 ids decoded to hex
+    assert oi["role"].to_list() == ["system", "user", "assistant"]
+    assert oi.row(2, named=True)["content"] == "Hey there! 😊👋 What’s up? 🌟"
+    assert oi.row(2, named=True)["finish_reason"] == "stop"  # from the raw response in output.value
+    events = by_task["d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6"]
+    assert events["content"].to_list() == [
+        "Analyze this trace",
+        "The trace shows one slow database call in the checkout span.",
+    ]
+    # Each call is located at its span in the pretty-printed document.
+    assert sorted(result.turns["source_line"].unique().to_list()) == [41, 160, 267]
+    assert found(result) == [
+        ("max-tokens", "mixed_conventions/task-c7ad6b7169203331a1b2c3d4e5f60718/trial-0", 1, 160)
+    ]
+
+
+def test_console_exporter_spans_are_read(tmp_path):
+    span = {
+        "name": "chat llama3",
+        "context": {
+            "trace_id": "0x5b8efff798038103d269b633813fc60c",
+            "span_id": "0x051581bf3cb55c13",
+        },
+        "kind": "SpanKind.CLIENT",
+        "parent_id": None,
+        "start_time": "2025-06-01T10:00:00.000000Z",
+        "end_time": "2025-06-01T10:00:02.000000Z",
+        "status": {"status_code": "UNSET"},
+        "attributes": {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "llama3",
+            "gen_ai.request.max_tokens": 32,
+            "gen_ai.response.finish_reasons": ["length"],
+            "gen_ai.usage.output_tokens": 32,
+        },
+        "events": [],
+        "links": [],
+        "resource": {"attributes": {"service.name": "bot"}, "schema_url": ""},
+    }
+    path = tmp_path / "console.json"
+    path.write_text(json.dumps(span, indent=4) + "\n" + json.dumps(span | {"name": "x"}, indent=4))
+    result = forensics.scan([str(path)])
+    assert result.files[0].format == otlp.FORMAT
+    assert result.turns["finish_reason"].to_list() == ["max_tokens"]
+    # A second object after the first is data after the document: rejected, not dropped.
+    assert result.rejects.height == 1
+
+
+def test_bad_lines_are_rejected_and_the_rest_is_read(tmp_path):
+    lines = (OTLP / "file_exporter_genai.jsonl").read_text().splitlines()
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join([lines[0][:300], json.dumps({"resourceLogs": []}), lines[1]]) + "\n")
+    result = forensics.scan([str(path)])
+    assert sorted(result.rejects["source_line"].to_list()) == [1, 2]
+    assert result.trajectories.height == 3
+
+
+def test_detection():
+    for name in ("file_exporter_genai.jsonl", "mixed_conventions.json"):
+        fmt, _why = detect((OTLP / name).read_bytes())
+        assert fmt is not None and fmt.name == otlp.FORMAT
