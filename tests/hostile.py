@@ -45,10 +45,18 @@ SEEDS: dict[str, Path] = {
     "claude_code": DATA / "traces" / "claude_code" / "session_errors.jsonl",
     "otlp_jsonl": DATA / "traces" / "otlp" / "file_exporter_genai.jsonl",
     "otlp_document": DATA / "traces" / "otlp" / "mixed_conventions.json",
+    "atropos": DATA / "traces" / "atropos" / "math_groups.jsonl",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
-LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm", "sharegpt"}
+LINE_FORMATS = {
+    "gemini_jsonl",
+    "capture_jsonl",
+    "capture_batch",
+    "litellm",
+    "sharegpt",
+    "atropos",
+}
 # Formats whose records are the elements of a top-level array.
 ARRAY_FORMATS = {"tau_bench_results"}
 

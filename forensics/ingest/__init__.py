@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from forensics.ingest import (
+    atropos,
     capture,
     claude_code,
     files,
@@ -155,6 +156,15 @@ FORMATS: list[Format] = [
         ),
         detection="OTLP JSON with resourceSpans (one export per line or one document), or "
         "ConsoleSpanExporter objects with context.trace_id/span_id",
+    ),
+    Format(
+        atropos.FORMAT,
+        "Atropos scored groups (process-mode rollout dumps)",
+        atropos.sniff,
+        atropos.ingest,
+        columns=frozenset({"content", "tool_calls", "max_output_tokens"}),
+        detection='JSONL whose lines start with {"tokens": [[<ids>…, or objects with tokens, '
+        "masks and scores",
     ),
     Format(
         sidecars.FORMAT, "run-metadata sidecar (labels its run)", sidecars.sniff, sidecars.ingest

@@ -77,6 +77,17 @@ def split_calls(value: str) -> tuple[str, list[dict[str, str | None]]]:
     return _CALL.sub("", value).strip(), calls
 
 
+def leading_reasoning(text: str) -> tuple[str | None, str]:
+    """(reasoning, the rest) of a text that opens with a closed <think> block, else (None, text).
+
+    An unclosed block stays in the text: it is the model's own output cut off.
+    """
+    think = _THINK.match(text)
+    if think is None:
+        return None, text
+    return think.group(1).strip(), text[think.end() :]
+
+
 def _tools(record: dict[str, Any]) -> tuple[bool | None, int | None]:
     """(tools attached, how many) from `tools`, else from a <tools> block of the system turn."""
     tools = record.get("tools")
@@ -158,10 +169,7 @@ def _episode(
         if role == "assistant":
             calls: list[dict[str, str | None]] = []
             if isinstance(value, str):
-                think = _THINK.match(value)
-                if think:
-                    message["reasoning"] = think.group(1).strip()
-                    value = value[think.end() :]
+                message["reasoning"], value = leading_reasoning(value)
                 message["content"], calls = split_calls(value)
             fields = {
                 "tool_calls": calls,
