@@ -46,6 +46,7 @@ SEEDS: dict[str, Path] = {
     "otlp_jsonl": DATA / "traces" / "otlp" / "file_exporter_genai.jsonl",
     "otlp_document": DATA / "traces" / "otlp" / "mixed_conventions.json",
     "atropos": DATA / "traces" / "atropos" / "math_groups.jsonl",
+    "sdk_repr_log": DATA / "traces" / "sdk_repr" / "langgraph_prints.log",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
