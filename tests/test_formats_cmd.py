@@ -51,7 +51,7 @@ def test_the_command_shows_a_declared_format_in_full():
     out = CliRunner().invoke(cli, ["formats"]).output
     block = out.split("sharegpt — ", 1)[1].split("\n\n", 1)[0]
     assert "detected by: JSONL lines or a JSON array of objects with `conversations`" in block
-    assert "columns: content, model, tool_calls, tool_count, tools_attached" in block
+    assert "columns: content, model, reasoning, tool_calls, tool_count, tools_attached" in block
     assert "malformed-tool-call" in block.split("rules (", 1)[1].split("\n", 1)[0]
     assert (
         "not checked: max-tokens (needs finish_reason or output_tokens+max_output_tokens)" in block
@@ -60,3 +60,23 @@ def test_the_command_shows_a_declared_format_in_full():
 
 def test_always_filled_columns_exist():
     assert set(schema.RAW_TURNS.names) >= format_catalogue.ALWAYS_FILLED
+
+
+def test_declarations_cover_every_column_the_test_data_fills():
+    """A format fills no column it does not declare (on every sample the suite keeps)."""
+    import polars as pl
+
+    import forensics
+
+    from conftest import DATA, ROOT
+
+    result = forensics.scan([str(DATA), str(ROOT / "sample_logs")])
+    declared = {f.name: f.columns for f in FORMATS}
+    turns = result.turns
+    for fmt in sorted(turns["source_format"].unique().to_list()):
+        if declared.get(fmt) is None:
+            continue  # a format of another branch, not declared yet
+        rows = turns.filter(pl.col("source_format") == fmt)
+        filled = {c for c in schema.RAW_TURNS.names if rows[c].is_not_null().any()}
+        extra = filled - declared[fmt] - format_catalogue.ALWAYS_FILLED - {"task_id"}
+        assert extra == set(), (fmt, sorted(extra))
