@@ -45,6 +45,7 @@ SEEDS: dict[str, Path] = {
     "claude_code": DATA / "traces" / "claude_code" / "session_errors.jsonl",
     "otlp_jsonl": DATA / "traces" / "otlp" / "file_exporter_genai.jsonl",
     "otlp_document": DATA / "traces" / "otlp" / "mixed_conventions.json",
+    "otlp_logs": DATA / "traces" / "otlp" / "file_exporter_genai_events.jsonl",
     "atropos": DATA / "traces" / "atropos" / "math_groups.jsonl",
     "sdk_repr_log": DATA / "traces" / "sdk_repr" / "langgraph_prints.log",
 }

@@ -57,7 +57,7 @@ def test_file_exporter_findings_and_the_healthy_trace_stays_clean():
     failed = "file_exporter_genai/task-a3ce929d0e0e47364bf92f3577b34da6/trial-0"
     assert found(result) == [("http-error", failed, 0, 2), ("max-tokens", CONV, 4, 2)]
     assert result.trajectories.height == 3 and result.rejects.is_empty()
-    assert "1 span(s) that are not model calls" in result.files[0].note
+    assert "1 span(s) or log record(s) that are not model calls" in result.files[0].note
     error = result.turns.filter(result.turns["trajectory_id"] == failed).row(0, named=True)
     assert error["http_status"] == 429 and error["error"].startswith("Error code: 429")
 
@@ -120,7 +120,7 @@ def test_console_exporter_spans_are_read(tmp_path):
 def test_bad_lines_are_rejected_and_the_rest_is_read(tmp_path):
     lines = (OTLP / "file_exporter_genai.jsonl").read_text().splitlines()
     path = tmp_path / "cut.jsonl"
-    path.write_text("\n".join([lines[0][:300], json.dumps({"resourceLogs": []}), lines[1]]) + "\n")
+    path.write_text("\n".join([lines[0][:300], json.dumps({"resourceMetrics": []}), lines[1]]) + "\n")
     result = forensics.scan([str(path)])
     assert sorted(result.rejects["source_line"].to_list()) == [1, 2]
     assert result.trajectories.height == 3
@@ -130,3 +130,21 @@ def test_detection():
     for name in ("file_exporter_genai.jsonl", "mixed_conventions.json"):
         fmt, _why = detect((OTLP / name).read_bytes())
         assert fmt is not None and fmt.name == otlp.FORMAT
+
+
+def test_log_events_of_a_call_are_read_as_that_call():
+    result = scan("file_exporter_genai_events.jsonl")
+    assert result.rejects.is_empty() and result.files[0].format == otlp.FORMAT
+    turns = result.turns
+    assert turns["role"].to_list() == ["system", "user", "assistant"]
+    assert turns["content"][1].startswith("Explain the CAP theorem")
+    assert turns.row(2, named=True)["finish_reason_raw"] == "length"
+    assert found(result) == [
+        (
+            "max-tokens",
+            "file_exporter_genai_events/task-7d2a3f9c1b4e5a6d8c0f1e2d3c4b5a69/trial-0",
+            2,
+            1,
+        )
+    ]
+    assert "1 span(s) or log record(s)" in result.files[0].note

@@ -16,6 +16,10 @@ of the three conventions instrumentations write:
   under `.tool_calls.M.tool_call.function.*`), `llm.token_count.*`, `llm.invocation_parameters`,
   the raw response in `output.value` (where the finish reason is).
 
+OTLP log exports (resourceLogs) carry the event form of conventions 1.28-1.36: one log event per
+message (gen_ai.system/user/assistant/tool.message, gen_ai.choice with the finish reason),
+linked to its call by trace and span id; each call's events are read as that call.
+
 Calls are grouped into conversations by `gen_ai.conversation.id` (or OpenInference `session.id`),
 else by trace, and ordered by start time. Each call adds the input messages not seen before (a
 call's input repeats the history) and then its output; the finish reason, usage, cap and model
@@ -51,6 +55,8 @@ def sniff(head: str) -> str | None:
     keys = jsonhead.top_level(head)
     if "resourceSpans" in keys or "resource_spans" in keys:
         return "OTLP JSON trace export (resourceSpans)"
+    if ("resourceLogs" in keys or "resource_logs" in keys) and '"gen_ai.' in head:
+        return "OTLP JSON log export with GenAI events (resourceLogs)"
     if "context" in keys and "attributes" in keys and '"span_id"' in head and '"trace_id"' in head:
         return "OpenTelemetry ConsoleSpanExporter span objects (context.trace_id/span_id)"
     return None
@@ -250,6 +256,8 @@ def _semconv_message(msg: Any) -> dict[str, Any] | None:
         out = {"role": role, "content": text_of(msg.get("content"))}
         if isinstance(msg.get("tool_calls"), list):
             out["tool_calls"] = msg["tool_calls"]
+        if isinstance(msg.get("finish_reason"), str):
+            out["finish_reason"] = msg["finish_reason"]
         return out
     texts, thoughts, calls, results = [], [], [], []
     for part in parts:
@@ -453,6 +461,99 @@ def _call_fields(span: Span, output: dict[str, Any] | None) -> dict[str, Any]:
     return fields
 
 
+# --- GenAI events in OTLP logs ------------------------------------------------------------------
+
+# Semantic conventions 1.28-1.36 put message content in log events, one per message, linked to
+# the call's span by trace and span id; gen_ai.choice carries the output and its finish reason.
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+@dataclass
+class _Event:
+    name: str
+    body: dict[str, Any]
+    time: int | None
+    order: int
+    line: int
+    json_path: str
+    attributes: dict[str, Any]
+
+
+def _log_events(
+    rec: jsonrecords.Record, locate: Callable[[str], int], order: list[int]
+) -> Iterator[tuple[str, str, _Event | None]]:
+    """(trace id, span id, event) of each log record; event None for records of other kinds."""
+    value = rec.value
+    base = rec.json_path or "$"
+    resources = value.get("resourceLogs", value.get("resource_logs"))
+    for i, rl in enumerate(resources if isinstance(resources, list) else []):
+        scopes = rl.get("scopeLogs", rl.get("scope_logs")) if isinstance(rl, dict) else None
+        for j, sl in enumerate(scopes if isinstance(scopes, list) else []):
+            records = sl.get("logRecords", sl.get("log_records")) if isinstance(sl, dict) else None
+            for k, lr in enumerate(records if isinstance(records, list) else []):
+                if not isinstance(lr, dict):
+                    continue
+                attrs = _attributes(lr.get("attributes"))
+                name = lr.get("eventName", lr.get("event_name")) or attrs.get("event.name")
+                trace = _hex_id(lr.get("traceId", lr.get("trace_id", "")))
+                span = _hex_id(lr.get("spanId", lr.get("span_id", "")))
+                if name not in _EVENT_ROLES and name != "gen_ai.choice":
+                    yield trace, span, None
+                    continue
+                body = _any_value(lr.get("body"))
+                body = _json(body) if isinstance(body, str) else body
+                order[0] += 1
+                raw_span = lr.get("spanId", lr.get("span_id"))
+                yield (
+                    trace,
+                    span,
+                    _Event(
+                        name=str(name),
+                        body=body if isinstance(body, dict) else {"content": body},
+                        time=_nanos(lr.get("timeUnixNano", lr.get("observedTimeUnixNano"))),
+                        order=order[0],
+                        line=locate(f'"{raw_span}"') if isinstance(raw_span, str) else rec.line,
+                        json_path=f"{base}.resourceLogs[{i}].scopeLogs[{j}].logRecords[{k}]",
+                        attributes=attrs,
+                    ),
+                )
+
+
+def _call_of_events(trace: str, span_id: str, events: list[_Event]) -> Span:
+    """The call the events of one span describe, as a span with the newer message attributes."""
+    events = sorted(events, key=lambda e: (e.time is None, e.time or 0, e.order))
+    inputs, outputs = [], []
+    for e in events:
+        if e.name == "gen_ai.choice":
+            message = e.body.get("message") if isinstance(e.body.get("message"), dict) else {}
+            output = {"role": message.get("role") or "assistant", **message}
+            if isinstance(e.body.get("finish_reason"), str):
+                output["finish_reason"] = e.body["finish_reason"]
+            outputs.append(output)
+        else:
+            inputs.append({"role": e.body.get("role") or _EVENT_ROLES[e.name], **e.body})
+    first = events[0]
+    attributes = {k: v for e in events for k, v in e.attributes.items() if k != "event.name"}
+    attributes |= {"gen_ai.input.messages": inputs, "gen_ai.output.messages": outputs}
+    return Span(
+        trace_id=trace,
+        span_id=span_id,
+        name="gen_ai events",
+        start=first.time,
+        attributes=attributes,
+        events=[],
+        status_error=None,
+        line=first.line,
+        json_path=first.json_path,
+        order=first.order,
+    )
+
+
 # --- conversations -------------------------------------------------------------------------------
 
 
@@ -505,9 +606,19 @@ def ingest(path: Path, collector: Collector) -> int:
     conversations: dict[str, _Conversation] = {}
     other = 0
     order = [0]
+    events: dict[tuple[str, str], list[_Event]] = {}
     for rec in jsonrecords.read(path, collector, FORMAT):
         with isolated(collector, name, rec.line, FORMAT, rec.json_path):
             locate = rec.locate or (lambda _needle, line=rec.line: line)
+            if isinstance(rec.value, dict) and (
+                "resourceLogs" in rec.value or "resource_logs" in rec.value
+            ):
+                for trace, span_id, event in _log_events(rec, locate, order):
+                    if event is None:
+                        other += 1
+                    else:
+                        events.setdefault((trace, span_id), []).append(event)
+                continue
             spans = list(_spans(rec, locate, order))
             if not spans:
                 reason = "record is neither an OTLP export (resourceSpans) nor a span object"
@@ -521,11 +632,17 @@ def ingest(path: Path, collector: Collector) -> int:
                     continue
                 key = _conversation_key(span)
                 conversations.setdefault(key, _Conversation(key)).calls.append(span)
+    for (trace, span_id), group in events.items():
+        call = _call_of_events(trace, span_id, group)
+        key = _conversation_key(call)
+        conversations.setdefault(key, _Conversation(key)).calls.append(call)
     for conv in conversations.values():
         with isolated(collector, name, conv.calls[0].line, FORMAT, conv.calls[0].json_path):
             collector.add_episode(_episode(run, path, conv))
     if other:
         collector.note(
-            name, f"{other} span(s) that are not model calls (tools, agents, HTTP) read as context"
+            name,
+            f"{other} span(s) or log record(s) that are not model calls (tools, agents, HTTP) "
+            "read as context",
         )
     return len(conversations)
