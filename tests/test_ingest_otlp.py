@@ -120,7 +120,9 @@ def test_console_exporter_spans_are_read(tmp_path):
 def test_bad_lines_are_rejected_and_the_rest_is_read(tmp_path):
     lines = (OTLP / "file_exporter_genai.jsonl").read_text().splitlines()
     path = tmp_path / "cut.jsonl"
-    path.write_text("\n".join([lines[0][:300], json.dumps({"resourceMetrics": []}), lines[1]]) + "\n")
+    path.write_text(
+        "\n".join([lines[0][:300], json.dumps({"resourceMetrics": []}), lines[1]]) + "\n"
+    )
     result = forensics.scan([str(path)])
     assert sorted(result.rejects["source_line"].to_list()) == [1, 2]
     assert result.trajectories.height == 3
