@@ -86,3 +86,18 @@ def test_detection_from_the_first_line():
     for name in ("session_errors.jsonl", "simonw_sample_session.jsonl"):
         fmt, _why = detect((CC / name).read_bytes())
         assert fmt is not None and fmt.name == claude_code.FORMAT
+
+
+def test_stream_json_output_ends_with_its_result_line():
+    result = scan("stream_json_output_cap.jsonl")
+    assert result.files[0].format == claude_code.FORMAT and result.rejects.is_empty()
+    (episode,) = result.trajectories.to_dicts()
+    assert episode["termination_reason"] == "success"
+    assert episode["error"].startswith("API Error: Claude's response exceeded the 32000")
+    turns = result.turns
+    assert turns["role"].to_list() == ["assistant", "tool", "assistant"]
+    assert [c["name"] for c in turns["tool_calls"][0]] == ["Bash"]
+    f = result.findings
+    assert list(zip(f["rule"], f["turn_index"], f["source_line"], strict=True)) == [
+        ("max-tokens", 2, 5)
+    ]

@@ -13,6 +13,10 @@ Code writes a synthetic assistant line (`isApiErrorMessage`, model `<synthetic>`
 one saying it "exceeded the N output token maximum": read as a max_tokens stop at cap N.
 
 A session is one trajectory; subagent (sidechain) lines of an agent are their own trajectory.
+
+`claude -p --output-format stream-json` prints the same messages with `session_id`, after a
+`system` `init` line, and ends with a `result` line: its subtype (success, error_max_turns,
+error_during_execution) is how the episode ended, its text the episode's error when `is_error`.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ def sniff(head: str) -> str | None:
         return "JSONL starting with a summary line with leafUuid (Claude Code session transcript)"
     if kind in _TYPES and "sessionId" in keys and kind not in ("user", "assistant"):
         return f"JSONL starting with a {kind} line with sessionId (Claude Code session transcript)"
+    if kind == "system" and keys.get("subtype") == "init" and "session_id" in keys:
+        return "JSONL starting with a system init line with session_id (Claude Code stream-json)"
     if kind == "file-history-snapshot" and "messageId" in keys:
         return "JSONL starting with a file-history-snapshot (Claude Code session transcript)"
     return None
@@ -153,11 +159,38 @@ def _user_turns(line: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str
 
 
 def _session_key(line: dict[str, Any]) -> str:
-    session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else "unknown"
+    session = line.get("sessionId", line.get("session_id"))
+    session = session if isinstance(session, str) else "unknown"
     if line.get("isSidechain") is True:
         agent = line.get("agentId") if isinstance(line.get("agentId"), str) else "sidechain"
         return f"{session}/agent-{agent}"
     return session
+
+
+def _session(
+    sessions: dict[str, _Session], line: dict[str, Any], run: Run, name: str, number: int
+) -> _Session:
+    key = _session_key(line)
+    if key not in sessions:
+        episode = Episode(
+            run=run, source_path=name, source_line=number, source_format=FORMAT, task_id=key
+        )
+        sessions[key] = _Session(episode)
+    return sessions[key]
+
+
+def _result(line: dict[str, Any], episode: Episode) -> None:
+    """The closing `result` line of `claude -p --output-format stream-json`: how it ended."""
+    subtype = line.get("subtype")
+    episode.termination_reason = subtype if isinstance(subtype, str) else None
+    if line.get("is_error") is True:
+        text = line.get("result")
+        errors = line.get("errors")
+        if not (isinstance(text, str) and text) and isinstance(errors, list) and errors:
+            text = "; ".join(str(e) for e in errors)
+        episode.error = (
+            text if isinstance(text, str) and text else f"run ended in error ({subtype})"
+        )
 
 
 def ingest(path: Path, collector: Collector) -> int:
@@ -172,6 +205,9 @@ def ingest(path: Path, collector: Collector) -> int:
                 collector.reject(name, rec.line, "line is not a JSON object", "", FORMAT)
                 continue
             kind = line.get("type")
+            if kind == "result" and "session_id" in line:
+                _result(line, _session(sessions, line, run, name, rec.line).episode)
+                continue
             if kind not in ("user", "assistant"):
                 metadata += 1
                 continue
@@ -179,18 +215,7 @@ def ingest(path: Path, collector: Collector) -> int:
                 reason = f"{kind} line without a message object"
                 collector.reject(name, rec.line, reason, json_text(line)[:200], FORMAT)
                 continue
-            key = _session_key(line)
-            if key not in sessions:
-                sessions[key] = _Session(
-                    Episode(
-                        run=run,
-                        source_path=name,
-                        source_line=rec.line,
-                        source_format=FORMAT,
-                        task_id=key,
-                    )
-                )
-            s = sessions[key]
+            s = _session(sessions, line, run, name, rec.line)
             ep = s.episode
             if kind == "assistant":
                 msg_id = line["message"].get("id")
