@@ -98,3 +98,37 @@ def test_a_dict_that_parses_keeps_sdk_text_quoted_inside_it():
     )
     (scanned,) = list(embedded.scan(iter([(1, line)])))
     assert [f.value["role"] for f in scanned.objects] == ["assistant"]
+
+
+def test_anthropic_message_reprs_and_stream_events(tmp_path):
+    path = tmp_path / "claude.log"
+    path.write_text(
+        "2025-05-03 08:47:46.538 | DEBUG | A#### RawMessageStartEvent(message=Message("
+        "id='msg_011CN5HDeXovxZxZYWrkRcXV', content=[], model='claude-3-5-sonnet-20241022', "
+        "role='assistant', stop_reason=None, stop_sequence=None, type='message', usage=Usage("
+        "input_tokens=9, output_tokens=1)), type='message_start')\n"
+        "    Model response : Message(id='msg_01Vu67ktK32NeTiajmKPcGHX', container=None, "
+        "content=[TextBlock(citations=None, text='Sure! Let me fetch the customer record.', "
+        "type='text'), ToolUseBlock(id='toolu_01Tm1DTaFwNJbyuJ1BsLJcc1', caller=DirectCaller("
+        "type='direct'), input={'customer_id': 'cust-4', name='get_customer_record', "
+        "type='tool_use')], model='claude-sonnet-4-6', role='assistant', stop_details=None, "
+        "stop_reason='max_tokens', stop_sequence=None, type='message', usage=Usage("
+        "cache_creation_input_tokens=0, cache_read_input_tokens=120, input_tokens=30, "
+        "output_tokens=64))\n"
+    )
+    result = forensics.scan([str(path)])
+    # The stream event's nested Message is no response; the cut dict inside the second one
+    # makes that object unparseable: rejected with its line, not guessed.
+    assert result.turns.is_empty()
+    assert result.rejects["source_line"].to_list() == [2]
+    fixed = path.read_text().replace("'cust-4',", "'cust-4'},")
+    path.write_text(fixed)
+    result = forensics.scan([str(path)])
+    turn = result.turns.row(0, named=True)
+    assert (turn["finish_reason"], turn["input_tokens"], turn["output_tokens"]) == (
+        "max_tokens",
+        150,
+        64,
+    )
+    assert turn["tool_calls"][0]["arguments"] == '{"customer_id": "cust-4"}'
+    assert found(result) == [("max-tokens", 0, 2)]

@@ -3,8 +3,9 @@
 `print(response)` of the OpenAI SDK gives `ChatCompletion(id=..., choices=[Choice(...)], ...)`
 as repr, or the pydantic str form without the outer class (`id='chatcmpl-…' choices=[…] …`);
 LangChain messages print as `AIMessage(content=..., response_metadata={...}, ...)` or, with
-str(), `content='…' additional_kwargs={…} response_metadata={…}`. None of this is JSON or a
-Python literal, so the embedded-object scanner would see only the dicts inside.
+str(), `content='…' additional_kwargs={…} response_metadata={…}`; Anthropic's SDK as
+`Message(id='msg_…', content=[TextBlock(...), ToolUseBlock(...)], stop_reason=…)`. None of
+this is JSON or a Python literal, so the embedded-object scanner would see only the dicts inside.
 
 A printed object is parsed with the `ast` module, never evaluated: `Class(key=value, …)` becomes
 a dict with its class under `__class__`, literals stay literals, anything else becomes its
@@ -33,7 +34,13 @@ _CLASSES = (
     "SystemMessage",
     "ToolMessage",
 )
-_START = re.compile(r"\b(" + "|".join(_CLASSES) + r")\(")
+_ANTHROPIC = ("Message", "BetaMessage")
+_START = re.compile(
+    r"\b(" + "|".join(_CLASSES) + r")\("
+    # Anthropic's Message only as a response (an id msg_…), never as a keyword value inside a
+    # stream event (RawMessageStartEvent(message=Message(...))) or another SDK's Message.
+    r"|(?<![=\w.])(Message|BetaMessage)\((?=id='msg_)"
+)
 # pydantic's str(): the fields of the outer object, space-separated, without its class name.
 _STR_FORM = re.compile(r"(?:^|(?<=\s))(?:id='chatcmpl-|content=(?=.*\sresponse_metadata=))")
 
@@ -139,14 +146,15 @@ def find(text: str) -> list[tuple[int, int, Any, str | None]]:
     while (m := _START.search(text, pos)) is not None:
         start = m.start()
         end = _closing(text, m.end() - 1)
+        kind = m.group(1) or m.group(2)
         if end < 0:
-            reason = f"printed {m.group(1)}(…) does not close on its line; not read"
+            reason = f"printed {kind}(…) does not close on its line; not read"
             out.append((start, len(text), None, reason))
             break
         try:
             out.append((start, end, _parse(text[start:end]), None))
         except _Unsupported as exc:
-            out.append((start, end, None, f"printed {m.group(1)}(…) does not parse ({exc})"))
+            out.append((start, end, None, f"printed {kind}(…) does not parse ({exc})"))
         pos = end
     if not out and (m := _STR_FORM.search(text)):
         kind = "ChatCompletion" if text.startswith("id=", m.start()) else "AIMessage"
@@ -161,7 +169,7 @@ def find(text: str) -> list[tuple[int, int, Any, str | None]]:
 
 
 def is_sdk_object(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("__class__") in _CLASSES
+    return isinstance(value, dict) and value.get("__class__") in (*_CLASSES, *_ANTHROPIC)
 
 
 # --- objects -> messages ---------------------------------------------------------------------
@@ -283,7 +291,47 @@ def as_message(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
             "model": model if isinstance(model, str) else None,
         }
         return message, fields
+    if kind in ("Message", "BetaMessage"):
+        return _anthropic(value)
     role = {"HumanMessage": "user", "SystemMessage": "system", "ToolMessage": "tool"}.get(str(kind))
     if role is None:
         return None
     return {"role": role, "content": text_of(value.get("content"))}, {}
+
+
+def _anthropic(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An Anthropic Messages response: text, thinking and tool_use blocks, stop reason, usage."""
+    blocks = value.get("content") if isinstance(value.get("content"), list) else []
+    texts, thoughts, calls = [], [], []
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text" and isinstance(b.get("text"), str):
+            texts.append(b["text"])
+        elif kind == "thinking" and isinstance(b.get("thinking"), str):
+            thoughts.append(b["thinking"])
+        elif kind in ("tool_use", "server_tool_use"):
+            arguments = json.dumps(b.get("input"), ensure_ascii=False, sort_keys=True)
+            calls.append(
+                {"id": b.get("id"), "function": {"name": b.get("name"), "arguments": arguments}}
+            )
+    message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts)}
+    if thoughts:
+        message["reasoning_content"] = "\n".join(thoughts)
+    if calls:
+        message["tool_calls"] = calls
+    usage = value.get("usage") if isinstance(value.get("usage"), dict) else {}
+    parts = [
+        as_int(usage.get(k))
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
+    reason = value.get("stop_reason")
+    fields = {
+        "finish_reason_raw": reason if isinstance(reason, str) else None,
+        # the prompt's size: Anthropic's input_tokens leaves out the cached part
+        "input_tokens": sum(p for p in parts if p is not None) if parts[0] is not None else None,
+        "output_tokens": as_int(usage.get("output_tokens")),
+        "model": value.get("model") if isinstance(value.get("model"), str) else None,
+    }
+    return message, fields

@@ -293,8 +293,6 @@ class _LogReader:
         result = _RESULT.search(found.prefix)
         if result and isinstance(value, dict):
             self.add_result(found.line, result.group(1), result.group(2), value)
-        elif is_message(value):
-            self.add_message(found.line, value)
         elif sdk_repr.is_sdk_object(value):
             if (read := sdk_repr.as_message(value)) is not None:
                 message, fields = read
@@ -306,6 +304,8 @@ class _LogReader:
                 self.collector.reject(
                     str(self.path), found.line, reason, found.text, source_format=FORMAT
                 )
+        elif is_message(value):
+            self.add_message(found.line, value)
         elif isinstance(value, dict) and {"task_id", "traj"} <= value.keys():
             self.add_record(found.line, value)
         elif isinstance(value, dict) and ("role" in value or "traj" in value):
