@@ -112,9 +112,14 @@ def test_console_exporter_spans_are_read(tmp_path):
     path.write_text(json.dumps(span, indent=4) + "\n" + json.dumps(span | {"name": "x"}, indent=4))
     result = forensics.scan([str(path)])
     assert result.files[0].format == otlp.FORMAT
-    assert result.turns["finish_reason"].to_list() == ["max_tokens"]
-    # A second object after the first is data after the document: rejected, not dropped.
-    assert result.rejects.height == 1
+    # The exporter prints one object per span, one after another: each is read.
+    assert result.turns["finish_reason"].to_list() == ["max_tokens", "max_tokens"]
+    assert result.rejects.is_empty()
+    path.write_text(path.read_text() + "\nnot json")
+    result = forensics.scan([str(path)])
+    assert result.turns.height == 2 and result.rejects["reason"].to_list() == [
+        "data after the end of the JSON document (8 chars) was not read"
+    ]
 
 
 def test_bad_lines_are_rejected_and_the_rest_is_read(tmp_path):

@@ -180,7 +180,8 @@ FORMATS: list[Format] = [
             }
         ),
         detection="JSONL lines with parentUuid/sessionId, or a first summary (leafUuid), "
-        "file-history-snapshot or other session line",
+        "file-history-snapshot or other session line; stream-json output (system init line "
+        "with session_id)",
     ),
     Format(
         otlp.FORMAT,

@@ -21,7 +21,9 @@ from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, reject_traili
 @dataclass
 class Record:
     line: int
-    json_path: str | None  # "$[3]" for an array element, "$" for a whole document, None: JSONL
+    # "$[3]" for an array element, "$" for a whole document, "$<2>" for the third of values
+    # printed one after another, None in JSONL.
+    json_path: str | None
     value: Any
     # Line of the first occurrence of a text at or after the record's start, for readers that
     # locate parts of a multi-line record (None in JSONL, where a record is its line).
@@ -68,13 +70,23 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
         # `elements` returned only after seeing the closing bracket after the last element.
         reject_trailing(collector, name, text, jsonwalk.skip_ws(text, last) + 1, line_of, fmt)
         return
-    try:
-        value, end = jsonwalk.value(text, pos)
-    except jsonwalk.WalkError as exc:
-        reason = f"invalid JSON ({exc.msg})"
-        collector.reject(name, line_of(exc.pos), reason, text[pos : pos + 200], fmt)
-        return
-    yield Record(line_of(pos), "$", value, _locator(text, pos, line_of))
+    # One document, or objects printed one after another (ConsoleSpanExporter, pretty-printed
+    # dumps): each whole value is a record; what follows a value that is not one is rejected.
+    index = 0
+    while True:
+        try:
+            value, end = jsonwalk.value(text, pos)
+        except jsonwalk.WalkError as exc:
+            where = "" if index == 0 else f"value {index + 1}: "
+            reason = f"{where}invalid JSON ({exc.msg})"
+            collector.reject(name, line_of(exc.pos), reason, text[pos : pos + 200], fmt)
+            return
+        json_path = "$" if index == 0 and jsonwalk.trailing(text, end) is None else f"$<{index}>"
+        yield Record(line_of(pos), json_path, value, _locator(text, pos, line_of))
+        following = jsonwalk.skip_ws(text, end)
+        if following >= len(text) or text[following] != "{":
+            break
+        pos, index = following, index + 1
     reject_trailing(collector, name, text, end, line_of, fmt)
 
 
