@@ -95,3 +95,12 @@ def test_detection():
     assert fmt is not None and fmt.name == sharegpt.FORMAT
     fmt, _why = detect((SHAREGPT / "hermes_fc_v1_card.json").read_bytes()[:65536])
     assert fmt is not None and fmt.name == sharegpt.FORMAT
+
+
+def test_glaive_style_function_call_speakers():
+    result = forensics.scan([str(SHAREGPT / "glaive_chatml_card.jsonl")])
+    assert result.rejects.is_empty() and result.findings.is_empty()
+    assert result.turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+    (call,) = result.turns["tool_calls"][2]
+    assert call["name"] == "create_contact"
+    assert json.loads(call["arguments"]) == {"name": "John Doe", "email": "johndoe@example.com"}

@@ -22,6 +22,7 @@ EXPECTED_FORMATS = {
     "otlp/mixed_conventions.json": "otlp_traces",
     "sdk_repr/langgraph_prints.log": "tau_bench_log",
     "sdk_repr/qwen3_truncated_print.log": "tau_bench_log",
+    "sharegpt/glaive_chatml_card.jsonl": "sharegpt",
     "sharegpt/hermes_agent_trajectories.jsonl": "sharegpt",
     "sharegpt/hermes_fc_v1_card.json": "sharegpt",
 }

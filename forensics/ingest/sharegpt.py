@@ -39,7 +39,17 @@ _ROLES = {
     "function_response": "tool",
     "observation": "tool",
     "ipython": "tool",
+    "function-response": "tool",
+    "tool_response": "tool",
+    # The original ShareGPT scrape and Glaive-style function-calling sets.
+    "chatgpt": "assistant",
+    "bing": "assistant",
+    "bard": "assistant",
+    "function_call": "assistant",
+    "function-call": "assistant",
 }
+# Speakers whose whole value is one call (`{"name": ..., "arguments": ...}`), not text.
+_CALL_SPEAKERS = {"function_call", "function-call"}
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
 # The prompt names the tags in prose ("within <tools> </tools> XML tags") before the block.
 _TOOLS = re.compile(r"<tools>\s*([\[{].*?)\s*</tools>", re.S)
@@ -168,7 +178,9 @@ def _episode(
         fields: dict[str, Any] = {}
         if role == "assistant":
             calls: list[dict[str, str | None]] = []
-            if isinstance(value, str):
+            if isinstance(value, str) and speaker in _CALL_SPEAKERS:
+                message["content"], calls = "", [_call(value, 0)]
+            elif isinstance(value, str):
                 message["reasoning"], value = leading_reasoning(value)
                 message["content"], calls = split_calls(value)
             fields = {
