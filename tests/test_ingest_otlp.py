@@ -155,3 +155,32 @@ def test_log_events_of_a_call_are_read_as_that_call():
         )
     ]
     assert "1 span(s) or log record(s)" in result.files[0].note
+
+
+def test_old_content_events_with_plain_text(tmp_path):
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "openai.chat.completions",
+        "startTimeUnixNano": "1730000000000000000",
+        "attributes": [
+            {"key": "gen_ai.system", "value": {"stringValue": "openai"}},
+            {"key": "gen_ai.response.finish_reasons", "value": {"arrayValue": {"values": [
+                {"stringValue": "length"}]}}},
+        ],
+        "events": [
+            {"name": "gen_ai.content.prompt", "attributes": [
+                {"key": "gen_ai.prompt", "value": {"stringValue": "user: What is tracing?"}}]},
+            {"name": "gen_ai.content.completion", "attributes": [
+                {"key": "gen_ai.completion", "value": {"stringValue": "LLM Observability is"}}]},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "openlit.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    result = forensics.scan([str(path)])
+    assert result.turns["role"].to_list() == ["user", "assistant"]
+    assert result.turns["content"].to_list() == [
+        "user: What is tracing?",
+        "LLM Observability is",
+    ]
+    assert result.turns["finish_reason"].to_list() == [None, "max_tokens"]

@@ -348,13 +348,9 @@ def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if not inputs and not outputs:
         for name, attrs in span.events:  # the older content events
             if name == "gen_ai.content.prompt":
-                inputs += [
-                    m for v in _listed(attrs.get("gen_ai.prompt")) if (m := _semconv_message(v))
-                ]
+                inputs += _event_messages(attrs.get("gen_ai.prompt"), "user")
             elif name == "gen_ai.content.completion":
-                outputs += [
-                    m for v in _listed(attrs.get("gen_ai.completion")) if (m := _semconv_message(v))
-                ]
+                outputs += _event_messages(attrs.get("gen_ai.completion"), "assistant")
     if not inputs and not outputs:
         for prefix_in, prefix_out in (
             ("llm.input_messages", "llm.output_messages"),
@@ -365,6 +361,14 @@ def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             if inputs or outputs:
                 break
     return inputs, outputs
+
+
+def _event_messages(value: Any, role: str) -> list[dict[str, Any]]:
+    """Messages of an old content event: JSON messages, or (OpenLIT) the plain text itself."""
+    listed = [m for v in _listed(value) if (m := _semconv_message(v))]
+    if not listed and isinstance(value, str) and value.strip() and _json(value) is None:
+        return [{"role": role, "content": value}]
+    return listed
 
 
 def _listed(value: Any) -> list[Any]:
