@@ -142,8 +142,12 @@ def _parse(source: str) -> Any:
 def find(text: str) -> list[tuple[int, int, Any, str | None]]:
     """(start, end, value, error) of each printed SDK object on a line, in order."""
     out: list[tuple[int, int, Any, str | None]] = []
+    # Substring tests first: most log lines hold no SDK object, and the regexes cost more.
+    called = "Message(" in text or "Completion(" in text
+    if not called and "response_metadata=" not in text and "id='chatcmpl-" not in text:
+        return out
     pos = 0
-    while (m := _START.search(text, pos)) is not None:
+    while called and (m := _START.search(text, pos)) is not None:
         start = m.start()
         end = _closing(text, m.end() - 1)
         kind = m.group(1) or m.group(2)
