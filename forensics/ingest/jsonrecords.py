@@ -91,8 +91,18 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
 
 
 def _locator(text: str, start: int, line_of: jsonwalk.LineCounter) -> Callable[[str], int]:
+    # Readers locate the parts of a record in document order: each search starts where the
+    # previous one matched, so locating every part of a large document stays linear.
+    cursor = start
+
     def locate(needle: str) -> int:
-        found = text.find(needle, start)
-        return line_of(found if found >= 0 else start)
+        nonlocal cursor
+        found = text.find(needle, cursor)
+        if found < 0:
+            found = text.find(needle, start)
+        if found < 0:
+            return line_of(start)
+        cursor = found
+        return line_of(found)
 
     return locate
