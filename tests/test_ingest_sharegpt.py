@@ -62,7 +62,8 @@ def test_hermes_dataset_card_records_python_dict_calls_parse_and_the_broken_one_
     assert call["name"] == "search_flights"
     assert json.loads(call["arguments"])["flexible_cancellation"] is True
     traj = "hermes_fc_v1_card/task-afba1f0c-3212-467d-8594-d72a06da4d05/trial-0"
-    assert found(result) == [("malformed-tool-call", traj, 2, 30)]
+    # Each turn of the pretty-printed array is located at its own line.
+    assert found(result) == [("malformed-tool-call", traj, 2, 42)]
 
 
 def test_split_calls_keeps_unparseable_and_unclosed_calls_visible():

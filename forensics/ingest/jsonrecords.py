@@ -91,8 +91,8 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
 
 
 def _locator(text: str, start: int, line_of: jsonwalk.LineCounter) -> Callable[[str], int]:
-    # Readers locate the parts of a record in document order: each search starts where the
-    # previous one matched, so locating every part of a large document stays linear.
+    # Readers locate the parts of a record in document order: each search starts after the
+    # previous match, so locating every part of a large document stays linear.
     cursor = start
 
     def locate(needle: str) -> int:
@@ -102,7 +102,7 @@ def _locator(text: str, start: int, line_of: jsonwalk.LineCounter) -> Callable[[
             found = text.find(needle, start)
         if found < 0:
             return line_of(start)
-        cursor = found
+        cursor = found + 1  # the same needle again finds its next occurrence
         return line_of(found)
 
     return locate

@@ -164,6 +164,10 @@ def _episode(
     for i, turn in enumerate(turns):
         where = f"{base}.conversations[{i}]"
         speaker = turn.get("from", turn.get("role")) if isinstance(turn, dict) else None
+        # In a pretty-printed array each turn has its own line: its speaker key, found in order
+        # (inside JSON strings a quote is escaped, so only keys match).
+        key = '"from"' if isinstance(turn, dict) and "from" in turn else '"role"'
+        line = rec.locate(key) if rec.locate is not None and isinstance(turn, dict) else rec.line
         role = _ROLES.get(speaker) if isinstance(speaker, str) else None
         if role is None:
             reason = (
@@ -171,7 +175,7 @@ def _episode(
                 if not isinstance(turn, dict)
                 else f"turn {i}: unknown speaker {speaker!r} (expected system, human, gpt, tool)"
             )
-            collector.reject(name, rec.line, reason, json.dumps(turn)[:200], FORMAT, where)
+            collector.reject(name, line, reason, json.dumps(turn)[:200], FORMAT, where)
             continue
         value = turn.get("value", turn.get("content"))
         message: dict[str, Any] = {"role": role, "content": value}
@@ -190,7 +194,7 @@ def _episode(
                 "tool_count": count,
             }
         ep.json_paths[len(ep.messages)] = where
-        ep.add(rec.line, message, **fields)
+        ep.add(line, message, **fields)
     return ep
 
 
