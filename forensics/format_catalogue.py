@@ -58,6 +58,9 @@ def entries(rules: Iterable[Rule], formats: Iterable[Format] = FORMATS) -> list[
         if fmt.columns is None:
             out.append(FormatEntry(fmt.name, fmt.description, detection, None, [], []))
             continue
+        if not fmt.columns:  # metadata only (a run sidecar): no turns for any rule to read
+            out.append(FormatEntry(fmt.name, fmt.description, detection, [], [], []))
+            continue
         present = set(fmt.columns) | ALWAYS_FILLED
         runs = [r.id for r in rules if r.checkable(present)]
         missing = [(r.id, r.missing(present)) for r in rules if not r.checkable(present)]
@@ -83,7 +86,11 @@ def render_text(items: list[FormatEntry], rule_count: int) -> str:
             lines.append("  columns: not declared (which rules can run is not known)")
             lines.append("")
             continue
-        lines.append(f"  columns: {', '.join(e.columns) or '(identity only)'}")
+        if not e.columns:
+            lines.append("  columns: none (describes a run; fills no turns)")
+            lines.append("")
+            continue
+        lines.append(f"  columns: {', '.join(e.columns)}")
         lines.append(f"  rules ({len(e.rules)} of {rule_count}): {', '.join(e.rules) or 'none'}")
         for rule_id, missing in e.not_checked:
             lines.append(f"  not checked: {rule_id} (needs {' or '.join(missing)})")

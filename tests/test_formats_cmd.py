@@ -80,3 +80,9 @@ def test_declarations_cover_every_column_the_test_data_fills():
         filled = {c for c in schema.RAW_TURNS.names if rows[c].is_not_null().any()}
         extra = filled - declared[fmt] - format_catalogue.ALWAYS_FILLED - {"task_id"}
         assert extra == set(), (fmt, sorted(extra))
+
+
+def test_a_metadata_format_fills_no_turns_and_allows_no_rule():
+    out = CliRunner().invoke(cli, ["formats"]).output
+    block = out.split("run_metadata — ", 1)[1].split("\n\n", 1)[0]
+    assert "columns: none (describes a run; fills no turns)" in block and "rules (" not in block
