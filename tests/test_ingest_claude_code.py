@@ -23,6 +23,7 @@ def test_blocks_of_one_response_are_one_turn_with_the_last_stop_reason_and_usage
     turns = result.turns.filter(result.turns["trajectory_id"] == SESSION)
     assert turns["role"].to_list() == [
         "user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant",
+        "assistant",
     ]  # fmt: skip
     first = turns.row(1, named=True)
     assert first["source_line"] == 3  # where the response's first block was written
@@ -50,8 +51,11 @@ def test_synthetic_api_errors_become_failed_turns_and_are_found():
         zip(f["rule"], f["trajectory_id"], f["turn_index"], f["source_line"], strict=True)
     ) == [
         ("http-error", SESSION, 5, 10),
+        ("http-error", SESSION, 8, 15),
         ("max-tokens", SESSION, 7, 12),
     ]
+    retry = turns.row(8, named=True)  # a system api_error line: the attempt before a retry
+    assert (retry["http_status"], retry["error"]) == (529, "Overloaded (retry 1 of 10)")
 
 
 def test_sidechain_is_its_own_trajectory_and_metadata_lines_are_noted():
@@ -79,7 +83,7 @@ def test_broken_lines_are_rejected_and_the_rest_is_read(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     result = forensics.scan([str(path)])
     assert sorted(result.rejects["source_line"].to_list()) == [4, 6]
-    assert result.turns.height == 10  # the cut line was a block of a response still read
+    assert result.turns.height == 11  # the cut line was a block of a response still read
 
 
 def test_detection_from_the_first_line():

@@ -41,7 +41,7 @@ def test_mixed_directory_scan():
         {
             ("atropos/math_groups.jsonl", "malformed-tool-call"): 1,
             ("atropos/math_groups.jsonl", "unclosed-think"): 1,
-            ("claude_code/session_errors.jsonl", "http-error"): 1,
+            ("claude_code/session_errors.jsonl", "http-error"): 2,
             ("claude_code/session_errors.jsonl", "max-tokens"): 1,
             ("claude_code/stream_json_output_cap.jsonl", "max-tokens"): 1,
             ("otlp/file_exporter_genai.jsonl", "http-error"): 1,

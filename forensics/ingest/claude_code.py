@@ -14,6 +14,9 @@ one saying it "exceeded the N output token maximum": read as a max_tokens stop a
 
 A session is one trajectory; subagent (sidechain) lines of an agent are their own trajectory.
 
+A `system` line with subtype `api_error` is an attempt that failed before Claude Code retried
+it (error status and text, retryAttempt of maxRetries): a failed turn of its own.
+
 `claude -p --output-format stream-json` prints the same messages with `session_id`, after a
 `system` `init` line, and ends with a `result` line: its subtype (success, error_max_turns,
 error_during_execution) is how the episode ended, its text the episode's error when `is_error`.
@@ -167,6 +170,17 @@ def _session_key(line: dict[str, Any]) -> str:
     return session
 
 
+def _retry(line: dict[str, Any]) -> dict[str, Any]:
+    """A failed attempt Claude Code logged before retrying the call (system api_error)."""
+    error = line.get("error")
+    status = as_int(error.get("status")) if isinstance(error, dict) else None
+    text = error.get("message") or error.get("formatted") if isinstance(error, dict) else error
+    attempt, limit = as_int(line.get("retryAttempt")), as_int(line.get("maxRetries"))
+    retry = f" (retry {attempt} of {limit})" if attempt is not None and limit is not None else ""
+    detail = str(text) if text else f"HTTP {status}" if status else "API error"
+    return {"tool_calls": [], "http_status": status, "error": f"{detail}{retry}", "model": None}
+
+
 def _session(
     sessions: dict[str, _Session], line: dict[str, Any], run: Run, name: str, number: int
 ) -> _Session:
@@ -207,6 +221,11 @@ def ingest(path: Path, collector: Collector) -> int:
             kind = line.get("type")
             if kind == "result" and "session_id" in line:
                 _result(line, _session(sessions, line, run, name, rec.line).episode)
+                continue
+            if kind == "system" and line.get("subtype") == "api_error":
+                s = _session(sessions, line, run, name, rec.line)
+                s.open_id = None
+                s.episode.add(rec.line, {"role": "assistant", "content": None}, **_retry(line))
                 continue
             if kind not in ("user", "assistant"):
                 metadata += 1
