@@ -184,3 +184,20 @@ def test_old_content_events_with_plain_text(tmp_path):
         "LLM Observability is",
     ]
     assert result.turns["finish_reason"].to_list() == [None, "max_tokens"]
+
+
+def test_vercel_ai_sdk_generate_span():
+    result = scan("vercel_ai_sdk.json")
+    assert result.rejects.is_empty() and result.findings.is_empty()
+    turns = result.turns
+    assert turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+    call = turns.row(2, named=True)["tool_calls"][0]
+    assert (call["name"], call["arguments"]) == (
+        "get_lat_lng",
+        '{"location_description": "London"}',
+    )
+    answer = turns.row(4, named=True)
+    assert (answer["finish_reason"], answer["input_tokens"], answer["output_tokens"]) == (
+        "stop", 1507, 416,
+    )  # fmt: skip
+    assert answer["model"] == "gpt-4-0613" and answer["tools_attached"] is True

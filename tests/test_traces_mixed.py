@@ -20,6 +20,7 @@ EXPECTED_FORMATS = {
     "otlp/file_exporter_genai.jsonl": "otlp_traces",
     "otlp/file_exporter_genai_events.jsonl": "otlp_traces",
     "otlp/mixed_conventions.json": "otlp_traces",
+    "otlp/vercel_ai_sdk.json": "otlp_traces",
     "sdk_repr/langgraph_prints.log": "tau_bench_log",
     "sdk_repr/qwen3_truncated_print.log": "tau_bench_log",
     "sharegpt/glaive_chatml_card.jsonl": "sharegpt",

@@ -12,6 +12,8 @@ of the three conventions instrumentations write:
   `gen_ai.request.max_tokens`, `gen_ai.usage.*`; the older `gen_ai.prompt` / `gen_ai.completion`
   JSON in span events; and the flattened `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`
   (OpenLLMetry);
+- Vercel AI SDK: the inner doGenerate/doStream span's `ai.prompt.messages`, `ai.response.text`,
+  `ai.response.toolCalls`, `ai.response.finishReason`, `ai.usage.*`, `ai.settings.maxTokens`;
 - OpenInference: `llm.input_messages.N.message.*`, `llm.output_messages.N.message.*` (tool calls
   under `.tool_calls.M.tool_call.function.*`), `llm.token_count.*`, `llm.invocation_parameters`,
   the raw response in `output.value` (where the finish reason is).
@@ -351,6 +353,8 @@ def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 inputs += _event_messages(attrs.get("gen_ai.prompt"), "user")
             elif name == "gen_ai.content.completion":
                 outputs += _event_messages(attrs.get("gen_ai.completion"), "assistant")
+    if not inputs and not outputs and "ai.prompt.messages" in a:
+        inputs, outputs = _vercel_messages(span)
     if not inputs and not outputs:
         for prefix_in, prefix_out in (
             ("llm.input_messages", "llm.output_messages"),
@@ -375,7 +379,60 @@ def _listed(value: Any) -> list[Any]:
     value = _json(value)
     if isinstance(value, dict):
         return [value]
-    return value if isinstance(value, list) else []
+    # Some SDKs write a string array attribute, one JSON message per element.
+    return [_json(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) else []
+
+
+def _vercel_messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Vercel AI SDK's doGenerate/doStream span: ai.prompt.messages and ai.response.*."""
+    a = span.attributes
+    inputs = []
+    for msg in _listed(a.get("ai.prompt.messages")):
+        if not isinstance(msg, dict):
+            continue
+        content = msg.get("content")
+        out: dict[str, Any] = {"role": msg.get("role"), "content": text_of(content)}
+        parts = content if isinstance(content, list) else []
+        calls = [
+            {
+                "id": p.get("toolCallId"),
+                "name": p.get("toolName"),
+                "arguments": p.get("args", p.get("input")),
+            }
+            for p in parts
+            if isinstance(p, dict) and p.get("type") == "tool-call"
+        ]
+        results = [
+            json_text(p.get("result", p.get("output"))) or ""
+            for p in parts
+            if isinstance(p, dict) and p.get("type") == "tool-result"
+        ]
+        if calls:
+            out["tool_calls"] = calls
+        if results:
+            out["content"] = "\n".join(results)
+        inputs.append(out)
+    calls = [
+        {
+            "id": c.get("toolCallId"),
+            "name": c.get("toolName"),
+            "arguments": c.get("args", c.get("input")),
+        }
+        for c in _listed(a.get("ai.response.toolCalls"))
+        if isinstance(c, dict)
+    ]
+    text = a.get("ai.response.text")
+    output: dict[str, Any] = {
+        "role": "assistant",
+        "content": text if isinstance(text, str) else None,
+    }
+    if calls:
+        output["tool_calls"] = calls
+    reason = a.get("ai.response.finishReason")
+    if isinstance(reason, str):
+        # The SDK spells OpenAI's values with hyphens (tool-calls, content-filter).
+        output["finish_reason"] = reason.replace("-", "_")
+    return inputs, [output]
 
 
 def is_llm_call(span: Span) -> bool:
@@ -385,6 +442,8 @@ def is_llm_call(span: Span) -> bool:
     if a.get("openinference.span.kind") == "LLM":
         return True
     if "gen_ai.input.messages" in a or "gen_ai.output.messages" in a:
+        return True
+    if "ai.prompt.messages" in a:  # Vercel AI SDK: only the inner doGenerate/doStream call
         return True
     if any(
         name in ("gen_ai.content.prompt", "gen_ai.content.completion") for name, _ in span.events
@@ -429,14 +488,25 @@ def _call_fields(span: Span, output: dict[str, Any] | None) -> dict[str, Any]:
         reason = _response_finish(a)
     params = _json(a.get("llm.invocation_parameters"))
     params = params if isinstance(params, dict) else {}
-    cap = _first_int(a, "gen_ai.request.max_tokens", "llm.request.max_tokens")
+    cap = _first_int(
+        a,
+        "gen_ai.request.max_tokens",
+        "llm.request.max_tokens",
+        "ai.settings.maxOutputTokens",
+        "ai.settings.maxTokens",
+    )
     if cap is None:
         cap = as_int(params.get("max_completion_tokens", params.get("max_tokens")))
     model = (
-        a.get("gen_ai.response.model") or a.get("gen_ai.request.model") or a.get("llm.model_name")
+        a.get("gen_ai.response.model")
+        or a.get("gen_ai.request.model")
+        or a.get("llm.model_name")
+        or a.get("ai.model.id")
     )
-    tools = a.get("gen_ai.tool.definitions") or any(
-        k.startswith(("llm.tools.", "llm.request.functions.")) for k in a
+    tools = (
+        a.get("gen_ai.tool.definitions")
+        or a.get("ai.prompt.tools")
+        or any(k.startswith(("llm.tools.", "llm.request.functions.")) for k in a)
     )
     error = span.status_error
     if error is None and isinstance(a.get("error.type"), str):
@@ -444,13 +514,20 @@ def _call_fields(span: Span, output: dict[str, Any] | None) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "finish_reason_raw": reason,
         "input_tokens": _first_int(
-            a, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"
+            a,
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.prompt_tokens",
+            "llm.token_count.prompt",
+            "ai.usage.inputTokens",
+            "ai.usage.promptTokens",
         ),
         "output_tokens": _first_int(
             a,
             "gen_ai.usage.output_tokens",
             "gen_ai.usage.completion_tokens",
             "llm.token_count.completion",
+            "ai.usage.outputTokens",
+            "ai.usage.completionTokens",
         ),
         "reasoning_tokens": _first_int(
             a, "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"
