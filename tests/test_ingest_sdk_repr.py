@@ -132,3 +132,27 @@ def test_anthropic_message_reprs_and_stream_events(tmp_path):
     )
     assert turn["tool_calls"][0]["arguments"] == '{"customer_id": "cust-4"}'
     assert found(result) == [("max-tokens", 0, 2)]
+
+
+def test_an_object_a_pretty_printer_broke_over_lines_is_read_whole(tmp_path):
+    path = tmp_path / "rich.log"
+    path.write_text(
+        "INFO scoring batch 3\n"
+        "ChatCompletion(\n"
+        "    id='chatcmpl-ENLy4XScT6cqegRBkL5L685jEwtph',\n"
+        "    model='gpt-4o-mini-2024-07-18',\n"
+        "    choices=[Choice(finish_reason='length', index=0, message=ChatCompletionMessage(\n"
+        "        content='{\"evaluations\": [', role='assistant'))],\n"
+        "    usage=CompletionUsage(prompt_tokens=199, completion_tokens=14, total_tokens=213)\n"
+        ")\n"
+        "INFO done\n"
+    )
+    result = forensics.scan([str(path)])
+    assert result.rejects.is_empty()
+    turn = result.turns.row(0, named=True)
+    assert (turn["source_line"], turn["finish_reason"], turn["output_tokens"]) == (
+        2,
+        "max_tokens",
+        14,
+    )
+    assert found(result) == [("max-tokens", 0, 2)]

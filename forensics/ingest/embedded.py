@@ -15,7 +15,7 @@ import ast
 import json
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +120,8 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
         if text is None or ("{" not in text and not sdk):
             yield Line(number, text)
             continue
+        if sdk and (sdk[-1][3] or "").endswith(sdk_repr.UNCLOSED):
+            sdk[-1] = _sdk_across_lines(text, sdk[-1], next_line, pending)
         line = Line(number, text)
         pos = 0
         while (m := _START.search(text, pos)) is not None:
@@ -215,3 +217,37 @@ def _merge_sdk(line: Line, sdk: list[tuple[int, int, Any, str | None]]) -> None:
     ]
     objects += [Found(line.number, line.text[:s], line.text[s:e], v, r) for s, e, v, r in kept]  # type: ignore[index]
     line.objects = sorted(objects, key=lambda f: len(f.prefix))
+
+
+def _sdk_across_lines(
+    text: str,
+    found: tuple[int, int, Any, str | None],
+    next_line: Callable[[], tuple[int, str | None] | None],
+    pending: deque[tuple[int, str | None]],
+) -> tuple[int, int, Any, str | None]:
+    """An SDK object a pretty-printer broke over lines, read whole from its first line.
+
+    The lines it spans are consumed; the rest of its closing line is read again on its own.
+    When it never closes, the lines are put back and the object stays a reject.
+    """
+    start = found[0]
+    joined = text[start:]
+    consumed: list[tuple[int, str | None]] = []
+    while len(consumed) < sdk_repr.MAX_LINES and len(joined) < sdk_repr.MAX_CHARS:
+        nxt = next_line()
+        if nxt is None:
+            break
+        consumed.append(nxt)
+        if nxt[1] is None:
+            break
+        joined += "\n" + nxt[1]
+        end = sdk_repr.end_of(joined)
+        if end >= 0:
+            value, error = sdk_repr.parse(joined[:end])
+            last_number, last_text = nxt
+            rest = last_text[end - (len(joined) - len(last_text)) :]
+            if rest.strip():
+                pending.appendleft((last_number, rest))
+            return start, len(text), value, error
+    pending.extendleft(reversed(consumed))
+    return found

@@ -24,6 +24,9 @@ from typing import Any
 from forensics.ingest.apicommon import as_int, text_of
 
 MAX_CHARS = 4 * 1024 * 1024
+# A pretty-printer (rich, pprint) breaks an object over lines: it is followed this far.
+MAX_LINES = 400
+UNCLOSED = "does not close on its line"
 
 _CLASSES = (
     "ChatCompletion",
@@ -152,7 +155,7 @@ def find(text: str) -> list[tuple[int, int, Any, str | None]]:
         end = _closing(text, m.end() - 1)
         kind = m.group(1) or m.group(2)
         if end < 0:
-            reason = f"printed {kind}(…) does not close on its line; not read"
+            reason = f"printed {kind}(…) {UNCLOSED}"
             out.append((start, len(text), None, reason))
             break
         try:
@@ -170,6 +173,19 @@ def find(text: str) -> list[tuple[int, int, Any, str | None]]:
             reason = f"printed {kind} fields (str form) do not parse ({type(exc).__name__})"
             out.append((m.start(), len(text), None, reason))
     return out
+
+
+def end_of(text: str) -> int:
+    """Index just past the object that text starts with (its first bracket's match), or -1."""
+    return _closing(text, text.index("("))
+
+
+def parse(text: str) -> tuple[Any, str | None]:
+    """(value, None) of a whole printed object, or (None, why it does not parse)."""
+    try:
+        return _parse(text), None
+    except _Unsupported as exc:
+        return None, f"printed {text.split('(', 1)[0]}(…) does not parse ({exc})"
 
 
 def is_sdk_object(value: Any) -> bool:
