@@ -116,7 +116,7 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
     while (item := next_line()) is not None:
         number, text = item
         # Printed SDK objects (sdk_repr) come first: the dicts inside them are theirs.
-        sdk = sdk_repr.find(text) if text is not None and "=" in text else []
+        sdk = sdk_repr.find(text) if text is not None and ("(" in text or "=" in text) else []
         if text is None or ("{" not in text and not sdk):
             yield Line(number, text)
             continue
