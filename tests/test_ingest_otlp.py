@@ -201,3 +201,41 @@ def test_vercel_ai_sdk_generate_span():
         "stop", 1507, 416,
     )  # fmt: skip
     assert answer["model"] == "gpt-4-0613" and answer["tools_attached"] is True
+
+
+def test_events_kept_in_one_span_attribute(tmp_path):
+    # The event list shape of pydantic/logfire-js ai-attr-sample.mock.ts (MIT), shortened.
+    events = [
+        {"content": "You are a weather analysis system.", "event.name": "gen_ai.system.message",
+         "role": "system"},
+        {"content": ["Analyze the weather in London."], "event.name": "gen_ai.user.message",
+         "role": "user"},
+        {"content": None, "event.name": "gen_ai.assistant.message", "role": "assistant",
+         "tool_calls": [{"function": {"arguments": {"location_description": "London"},
+                                      "name": "get_lat_lng"},
+                         "id": "call_CxtriP90qBV77ZfK8s2ngg3A", "type": "tool-call"}]},
+        {"content": {"lat": 51.5074, "lng": -0.1278}, "event.name": "gen_ai.tool.message",
+         "id": "call_CxtriP90qBV77ZfK8s2ngg3A", "role": "tool"},
+        {"event.name": "gen_ai.choice", "index": 0,
+         "message": {"role": "assistant", "content": "London: 21°C, sunny."}},
+    ]  # fmt: skip
+    span = {
+        "traceId": "6f1c0a9e2d4b4c7a8e3f5a1b2c3d4e5f",
+        "spanId": "9c8b7a6f5e4d3c2b",
+        "name": "chat gpt-4o",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+            {"key": "events", "value": {"stringValue": json.dumps(events)}},
+            {"key": "gen_ai.response.finish_reasons",
+             "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}}},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "pydantic_ai.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    result = forensics.scan([str(path)])
+    assert result.rejects.is_empty() and result.findings.is_empty()
+    turns = result.turns
+    assert turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+    assert turns["tool_calls"][2][0]["name"] == "get_lat_lng"
+    assert turns.row(4, named=True)["finish_reason"] == "stop"

@@ -14,6 +14,7 @@ of the three conventions instrumentations write:
   (OpenLLMetry);
 - Vercel AI SDK: the inner doGenerate/doStream span's `ai.prompt.messages`, `ai.response.text`,
   `ai.response.toolCalls`, `ai.response.finishReason`, `ai.usage.*`, `ai.settings.maxTokens`;
+- Pydantic AI / Logfire: the same events kept in one `events` span attribute;
 - OpenInference: `llm.input_messages.N.message.*`, `llm.output_messages.N.message.*` (tool calls
   under `.tool_calls.M.tool_call.function.*`), `llm.token_count.*`, `llm.invocation_parameters`,
   the raw response in `output.value` (where the finish reason is).
@@ -355,6 +356,8 @@ def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 outputs += _event_messages(attrs.get("gen_ai.completion"), "assistant")
     if not inputs and not outputs and "ai.prompt.messages" in a:
         inputs, outputs = _vercel_messages(span)
+    if not inputs and not outputs and "events" in a:
+        inputs, outputs = _attribute_events(a.get("events"))
     if not inputs and not outputs:
         for prefix_in, prefix_out in (
             ("llm.input_messages", "llm.output_messages"),
@@ -364,6 +367,25 @@ def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             outputs = [_flat_message(m) for m in _indexed(a, prefix_out)]
             if inputs or outputs:
                 break
+    return inputs, outputs
+
+
+def _attribute_events(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Log events kept as one span attribute (Pydantic AI / Logfire `events`: a JSON list)."""
+    inputs, outputs = [], []
+    for event in _listed(value):
+        if not isinstance(event, dict):
+            continue
+        name = event.get("event.name")
+        body = {k: v for k, v in event.items() if k != "event.name"}
+        if name == "gen_ai.choice":
+            message = body.get("message") if isinstance(body.get("message"), dict) else {}
+            output = {"role": message.get("role") or "assistant", **message}
+            if isinstance(body.get("finish_reason"), str):
+                output["finish_reason"] = body["finish_reason"]
+            outputs.append(output)
+        elif name in _EVENT_ROLES:
+            inputs.append({**body, "role": body.get("role") or _EVENT_ROLES[name]})
     return inputs, outputs
 
 
