@@ -49,10 +49,26 @@ SEEDS: dict[str, Path] = {
     / "cassettes"
     / "real"
     / "pydantic_ai_test_bedrock_model_stream.yaml",
+    "sharegpt": DATA / "traces" / "sharegpt" / "hermes_agent_trajectories.jsonl",
+    # Not a line format for the invariant: a response's block lines are one turn, and metadata
+    # lines are counted in the file's note.
+    "claude_code": DATA / "traces" / "claude_code" / "session_errors.jsonl",
+    "otlp_jsonl": DATA / "traces" / "otlp" / "file_exporter_genai.jsonl",
+    "otlp_document": DATA / "traces" / "otlp" / "mixed_conventions.json",
+    "otlp_logs": DATA / "traces" / "otlp" / "file_exporter_genai_events.jsonl",
+    "atropos": DATA / "traces" / "atropos" / "math_groups.jsonl",
+    "sdk_repr_log": DATA / "traces" / "sdk_repr" / "langgraph_prints.log",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
-LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm"}
+LINE_FORMATS = {
+    "gemini_jsonl",
+    "capture_jsonl",
+    "capture_batch",
+    "litellm",
+    "sharegpt",
+    "atropos",
+}
 # Formats whose records are the elements of a top-level array.
 ARRAY_FORMATS = {"tau_bench_results"}
 # HTTP cassettes: every interaction is a turn source or a reject.
