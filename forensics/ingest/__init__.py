@@ -15,6 +15,7 @@ from forensics.ingest import (
     files,
     gemini,
     har,
+    inspect_ai,
     jsonwalk,
     sidecars,
     sse_capture,
@@ -50,6 +51,16 @@ def _sniff_text(head: str) -> str | None:
 # First match wins; the text scanner takes whatever else is text and reports it if it finds
 # nothing.
 FORMATS: list[Format] = [
+    Format(
+        inspect_ai.FORMAT,
+        "Inspect AI .eval log (ZIP of JSON members, deflate or zstd)",
+        lambda head: None,
+        inspect_ai.ingest_eval,
+        claim=inspect_ai.claim,
+    ),
+    Format(
+        inspect_ai.FORMAT_JSON, "Inspect AI .json log", inspect_ai.sniff_json, inspect_ai.ingest_json
+    ),
     Format(
         tau_results.FORMAT,
         "tau-bench results / checkpoint JSON",
