@@ -59,7 +59,10 @@ FORMATS: list[Format] = [
         claim=inspect_ai.claim,
     ),
     Format(
-        inspect_ai.FORMAT_JSON, "Inspect AI .json log", inspect_ai.sniff_json, inspect_ai.ingest_json
+        inspect_ai.FORMAT_JSON,
+        "Inspect AI .json log",
+        inspect_ai.sniff_json,
+        inspect_ai.ingest_json,
     ),
     Format(
         tau_results.FORMAT,
