@@ -19,6 +19,7 @@ from forensics.ingest import (
     jsonwalk,
     sidecars,
     sse_capture,
+    swe_agent,
     tau2,
     tau_log,
     tau_results,
@@ -81,6 +82,13 @@ FORMATS: list[Format] = [
         "tau2-bench simulation file (dir layout)",
         tau2.sniff_simulation,
         tau2.ingest_simulation,
+    ),
+    Format(swe_agent.FORMAT, "SWE-agent .traj trajectory", swe_agent.sniff, swe_agent.ingest),
+    Format(
+        swe_agent.FORMAT_MINI,
+        "mini-swe-agent trajectory (.traj.json)",
+        swe_agent.sniff_mini,
+        swe_agent.ingest_mini,
     ),
     Format(
         gemini.FORMAT, "Gemini generateContent responses / SDK dumps", gemini.sniff, gemini.ingest
