@@ -15,6 +15,7 @@ from forensics.ingest import (
     files,
     gemini,
     har,
+    harbor,
     inspect_ai,
     jsonwalk,
     sidecars,
@@ -82,6 +83,13 @@ FORMATS: list[Format] = [
         "tau2-bench simulation file (dir layout)",
         tau2.sniff_simulation,
         tau2.ingest_simulation,
+    ),
+    Format(harbor.FORMAT, "Harbor / Terminal-Bench ATIF trajectory", harbor.sniff, harbor.ingest),
+    Format(
+        harbor.FORMAT_RESULT,
+        "Harbor trial result.json (reward, exception)",
+        harbor.sniff_result,
+        harbor.ingest_result,
     ),
     Format(swe_agent.FORMAT, "SWE-agent .traj trajectory", swe_agent.sniff, swe_agent.ingest),
     Format(
