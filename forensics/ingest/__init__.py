@@ -18,6 +18,7 @@ from forensics.ingest import (
     harbor,
     inspect_ai,
     jsonwalk,
+    openhands,
     sidecars,
     sse_capture,
     swe_agent,
@@ -90,6 +91,24 @@ FORMATS: list[Format] = [
         "Harbor trial result.json (reward, exception)",
         harbor.sniff_result,
         harbor.ingest_result,
+    ),
+    Format(
+        openhands.FORMAT,
+        "OpenHands V1 event (events/ directory)",
+        openhands.sniff,
+        openhands.ingest,
+    ),
+    Format(
+        openhands.FORMAT_STATE,
+        "OpenHands V1 base_state.json",
+        openhands.sniff_state,
+        openhands.ingest_state,
+    ),
+    Format(
+        openhands.FORMAT_LEGACY,
+        "OpenHands event list / evaluation output.jsonl (before V1)",
+        openhands.sniff_legacy,
+        openhands.ingest_legacy,
     ),
     Format(swe_agent.FORMAT, "SWE-agent .traj trajectory", swe_agent.sniff, swe_agent.ingest),
     Format(
