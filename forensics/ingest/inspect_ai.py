@@ -429,6 +429,16 @@ def _no_samples(log: dict[str, Any]) -> str:
 
 
 def ingest_eval(path: Path, collector: Collector) -> int:
+    try:
+        return _read_eval(path, collector)
+    except zipmembers.UNREADABLE as exc:
+        # The central directory is read before any member: nothing was read from this file.
+        reason = f"not a readable ZIP archive ({type(exc).__name__}: {exc})"
+        collector.reject(str(path), None, reason, "", FORMAT)
+        return 0
+
+
+def _read_eval(path: Path, collector: Collector) -> int:
     name = str(path)
     run: Run | None = None
     cap: int | None = None

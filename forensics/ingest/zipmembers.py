@@ -42,6 +42,11 @@ def first_member_name(head: bytes) -> str | None:
     return raw.decode("utf-8", errors="replace") if len(raw) == name_len else None
 
 
+# What zipfile raises on an archive whose central directory it can not read (a cut or
+# damaged file).
+UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, struct.error)
+
+
 @dataclass
 class Member:
     name: str
