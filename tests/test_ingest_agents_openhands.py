@@ -108,3 +108,21 @@ def test_evaluation_output_jsonl_with_an_agent_error(tmp_path):
     assert set(result.turns["source_line"]) == {1, 2}
     (reject,) = result.rejects.iter_rows(named=True)
     assert reject["source_line"] == 3
+
+
+def test_a_first_event_longer_than_the_detection_head_is_claimed_by_its_name(tmp_path):
+    copy = tmp_path / "conv"
+    shutil.copytree(CONVERSATION, copy)
+    first = sorted((copy / "events").iterdir())[0]
+    event = json.loads(first.read_text())
+    tools = [{"name": f"tool_{i}", "description": "x" * 500} for i in range(300)]
+    # the SDK may write `kind` last: here it comes after 150 KB of tool schemas
+    event = {
+        **{k: v for k, v in event.items() if k != "kind"},
+        "tools": tools,
+        "kind": event["kind"],
+    }
+    first.write_text(json.dumps(event, indent=2))
+    result = forensics.scan([str(copy)])
+    assert result.rejects.is_empty()
+    assert result.turns.height == 6 and result.turns.row(0, named=True)["tool_count"] == 300

@@ -97,6 +97,7 @@ FORMATS: list[Format] = [
         "OpenHands V1 event (events/ directory)",
         openhands.sniff,
         openhands.ingest,
+        claim=openhands.claim,
     ),
     Format(
         openhands.FORMAT_STATE,

@@ -60,6 +60,16 @@ def sniff(head: str) -> str | None:
     return None
 
 
+def claim(head: bytes, path: Path | None) -> str | None:
+    """An event file in a conversation's events/ directory, by its name: a first event can
+    hold a system prompt and tool schemas longer than the head detection sees."""
+    if path is None or path.parent.name != "events" or not _EVENT_NAME.match(path.name):
+        return None
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return "events/event-NNNNN-<id>.json (OpenHands V1 conversation event)"
+    return None
+
+
 def sniff_state(head: str) -> str | None:
     keys = jsonhead.top_level(head)
     if "agent" in keys and "id" in keys and _STATE_KEYS & keys.keys():

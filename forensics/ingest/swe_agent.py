@@ -44,7 +44,12 @@ _STEP = re.compile(
     r'"trajectory"\s*:\s*\[\s*(?:\]|\{\s*"(?:action|observation|response|thought|state|query|'
     r'execution_time|extra_info)")'
 )
-_MINI = re.compile(r'"mini_version"\s*:|"trajectory_format"\s*:\s*"mini-swe-agent')
+# mini-swe-agent's model_stats open with instance_cost (SWE-agent's with total_cost): enough
+# when a long config pushes mini_version past the head.
+_MINI = re.compile(
+    r'"mini_version"\s*:|"trajectory_format"\s*:\s*"mini-swe-agent|'
+    r'"model_stats"\s*:\s*\{\s*"instance_cost"'
+)
 
 
 def sniff(head: str) -> str | None:
