@@ -180,8 +180,8 @@ def test_failure_shapes_are_found_at_their_turns():
     }
     assert {
         ("max-tokens", "truncated", 1, 135),
-        ("context-overflow", "condensed", 1, 394),
-        ("content-filtered", "filtered", 1, 496),
+        ("context-overflow", "condensed", 1, 424),
+        ("content-filtered", "filtered", 1, 537),
     } <= found
 
 
@@ -206,3 +206,21 @@ def test_a_json_log_without_samples_is_a_note_not_a_reject(tmp_path):
         result.files[0].note
         == "Inspect AI log without samples (status error: ValueError: no API key)"
     )
+
+
+def test_calls_are_matched_by_content_when_message_ids_differ(tmp_path):
+    doc = json.loads(FAILURES.read_text())
+    for sample in doc["samples"]:
+        for event in sample["events"]:
+            if event["event"] == "model":
+                event["output"]["choices"][0]["message"]["id"] = "regenerated"
+    doc["samples"][2]["events"][0]["output"]["choices"][0]["message"]["content"] = [
+        {"type": "text", "text": "attachment://9a1e"}  # resolved before it is compared
+    ]
+    path = tmp_path / "ids.json"
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    agent = result.turns.filter(result.turns["actor"] == "agent")
+    assert agent["finish_reason"].to_list() == [
+        "max_tokens", "tool_calls", "tool_calls", "model_length", "content_filter"
+    ]  # fmt: skip

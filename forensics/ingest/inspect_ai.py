@@ -182,6 +182,42 @@ def _message_id(event: dict[str, Any]) -> str | None:
     return message_id if isinstance(message_id, str) else None
 
 
+class _Calls:
+    """The sample's model calls, each given to at most one assistant message: the call whose
+    output message has the message's id; else (ids differ between versions, or are absent)
+    the first unused call whose output has the same text and tool-call ids; else, in logs
+    without message ids, the next call without one."""
+
+    def __init__(self, events: Any, resolve: Callable[[Any], Any]) -> None:
+        self.resolve = resolve
+        self.pending: dict[int, dict[str, Any]] = {id(e): e for e in _model_events(events)}
+        self.by_id: dict[str, dict[str, Any]] = {}
+        for event in self.pending.values():
+            message_id = _message_id(event)
+            if message_id is not None:
+                self.by_id.setdefault(message_id, event)
+
+    def take(
+        self, msg: dict[str, Any], content: str | None, calls: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        message_id = msg.get("id") if isinstance(msg.get("id"), str) else None
+        event = self.by_id.get(message_id) if message_id is not None else None
+        if event is None or id(event) not in self.pending:
+            ids = [c["id"] for c in calls]
+            event = next((e for e in self.pending.values() if self._same(e, content, ids)), None)
+        if event is None and message_id is None:
+            event = next((e for e in self.pending.values() if _message_id(e) is None), None)
+        if event is not None:
+            del self.pending[id(event)]
+        return event
+
+    def _same(self, event: dict[str, Any], content: str | None, call_ids: list[Any]) -> bool:
+        message = as_dict(self.resolve(_choice(event.get("output")).get("message")))
+        text, _ = _texts(message.get("content"))
+        calls, _ = _tool_calls(message)
+        return text == content and [c["id"] for c in calls] == call_ids
+
+
 def _call_fields(event: dict[str, Any], output: Any, cap: int | None) -> dict[str, Any]:
     """Turn columns from a model call: its event (request side) and output."""
     choice = _choice(output)
@@ -265,14 +301,7 @@ def _episode(
     events = sample.get("events")
     if not isinstance(events, list):
         events = as_dict(sample.get("transcript")).get("events")
-    calls = list(_model_events(events))
-    by_id = {}
-    for event in calls:
-        message_id = _message_id(event)
-        if message_id is not None:
-            by_id.setdefault(message_id, event)
-    used: set[int] = set()
-    unmatched = [e for e in calls if _message_id(e) is None]
+    calls = _Calls(events, resolve)
     messages = sample["messages"] if isinstance(sample.get("messages"), list) else []
     assistants = [i for i, m in enumerate(messages) if as_dict(m).get("role") == "assistant"]
     final = sample.get("output")
@@ -299,11 +328,8 @@ def _episode(
             fields["model"] = msg.get("model") if isinstance(msg.get("model"), str) else None
             fields["model"] = fields["model"] or run.agent_model
             fields["max_output_tokens"] = cap
-            event = by_id.get(msg.get("id")) if isinstance(msg.get("id"), str) else None
-            if event is None and unmatched:
-                event = unmatched.pop(0)  # logs without message ids: calls in order
+            event = calls.take(msg, content, calls_)
             if event is not None:
-                used.add(id(event))
                 fields |= _call_fields(event, resolve(event.get("output")), cap)
             elif i == assistants[-1] and isinstance(final, dict):
                 # Logs without model events: the sample's output is its last call.
@@ -318,7 +344,7 @@ def _episode(
         ep.add(line, {"role": role, "content": content}, **fields)
         ep.json_paths[len(ep.messages) - 1] = where
 
-    outside = sum(1 for e in calls if id(e) not in used)
+    outside = len(calls.pending)
     if outside:
         ep.note = (
             f"{outside} model call(s) produced no message of the sample (scorers, sub-agents, "
