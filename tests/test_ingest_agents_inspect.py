@@ -167,7 +167,7 @@ def test_failure_shapes_become_turn_and_trajectory_columns():
     assert trajs["condensed"]["error"] == "RuntimeError: sandbox container exited (137)"
     assert trajs["condensed"]["ingest_note"].startswith("1 model call(s) produced no message")
     assert {t: r["reward"] for t, r in trajs.items()} == {
-        "truncated": 0.0, "toolfail": 0.0, "condensed": None, "filtered": 1.0
+        "truncated": 0.0, "toolfail": 0.0, "condensed": None, "filtered": 1.0, "apierror": 0.0
     }  # fmt: skip
     assert set(result.trajectories["agent_model"]) == {"openai/qwen3-8b"}
 
@@ -182,6 +182,7 @@ def test_failure_shapes_are_found_at_their_turns():
         ("max-tokens", "truncated", 1, 135),
         ("context-overflow", "condensed", 1, 424),
         ("content-filtered", "filtered", 1, 537),
+        ("context-overflow", "apierror", 1, 607),
     } <= found
 
 
@@ -212,7 +213,7 @@ def test_calls_are_matched_by_content_when_message_ids_differ(tmp_path):
     doc = json.loads(FAILURES.read_text())
     for sample in doc["samples"]:
         for event in sample["events"]:
-            if event["event"] == "model":
+            if event["event"] == "model" and event["output"]["choices"]:
                 event["output"]["choices"][0]["message"]["id"] = "regenerated"
     doc["samples"][2]["events"][0]["output"]["choices"][0]["message"]["content"] = [
         {"type": "text", "text": "attachment://9a1e"}  # resolved before it is compared
@@ -222,5 +223,24 @@ def test_calls_are_matched_by_content_when_message_ids_differ(tmp_path):
     result = forensics.scan([str(path)])
     agent = result.turns.filter(result.turns["actor"] == "agent")
     assert agent["finish_reason"].to_list() == [
-        "max_tokens", "tool_calls", "tool_calls", "model_length", "content_filter"
+        "max_tokens", "tool_calls", "tool_calls", "model_length", "content_filter", None
     ]  # fmt: skip
+
+
+def test_a_failed_model_call_is_an_agent_turn_with_its_error_at_its_event():
+    result = forensics.scan([str(FAILURES)])
+    failed = result.turns.filter(result.turns["task_id"] == "apierror").row(1, named=True)
+    assert failed["actor"] == "agent" and failed["content"] is None
+    assert failed["error"] == "BadRequestError: prompt is too long: 210417 tokens > 200000 maximum"
+    assert (failed["source_line"], failed["max_output_tokens"]) == (607, 512)
+
+
+def test_the_limit_event_ends_a_sample_without_sample_limit(tmp_path):
+    doc = json.loads(FAILURES.read_text())
+    del doc["samples"][1]["limit"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc, indent=2))
+    trajs = forensics.scan([str(path)]).trajectories
+    assert trajs.filter(trajs["task_id"] == "toolfail")["termination_reason"].to_list() == [
+        "token_limit"
+    ]

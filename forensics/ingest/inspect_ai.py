@@ -269,7 +269,7 @@ def _episode(
     collector: Collector,
     fmt: str,
     sample: dict[str, Any],
-    positions: list[int],
+    offsets: dict[int, int],
     run: Run,
     cap: int | None,
     source_path: str,
@@ -277,7 +277,7 @@ def _episode(
     start: int,
     json_prefix: str,
 ) -> Episode:
-    """A sample as an episode; positions are the offsets of its messages (same order)."""
+    """A sample as an episode; offsets locate its messages and events (by their id)."""
     resolve = _resolver(sample)
     epoch = sample.get("epoch")
     ep = Episode(
@@ -292,6 +292,9 @@ def _episode(
     )
     limit = as_dict(sample.get("limit"))
     error = error_text(as_dict(sample.get("error")).get("message") or sample.get("error"))
+    if not isinstance(limit.get("type"), str):  # logs before sample.limit: the limit event
+        events = sample.get("events") if isinstance(sample.get("events"), list) else []
+        limit = next((e for e in events if as_dict(e).get("event") == "sample_limit"), {})
     if isinstance(limit.get("type"), str):
         ep.termination_reason = f"{limit['type']}_limit"
     elif error:
@@ -308,7 +311,7 @@ def _episode(
 
     for i, msg in enumerate(messages):
         where = f"{json_prefix}.messages[{i}]"
-        line = line_of(positions[i]) if i < len(positions) else ep.source_line
+        line = line_of(offsets.get(id(msg), start))
         if not isinstance(msg, dict):
             collector.reject(
                 source_path, line, "message is not a JSON object", json_text(msg) or "", fmt, where
@@ -344,6 +347,15 @@ def _episode(
         ep.add(line, {"role": role, "content": content}, **fields)
         ep.json_paths[len(ep.messages) - 1] = where
 
+    # A call that failed produced no message; it ended the sample or was retried. Like a failed
+    # request in a capture, it is an agent turn with the error, after the messages.
+    for event in list(calls.pending.values()):
+        if error_text(event.get("error")):
+            del calls.pending[id(event)]
+            fields = _call_fields(event, resolve(event.get("output")), cap)
+            line = line_of(offsets.get(id(event), start))
+            ep.add(line, {"role": "assistant", "content": None}, actor="agent", **fields)
+            ep.json_paths[len(ep.messages) - 1] = f"{json_prefix}.events"
     outside = len(calls.pending)
     if outside:
         ep.note = (
@@ -374,16 +386,19 @@ def _positioned(walker: jsonwalk.Walker = jsonwalk.value) -> jsonwalk.Walker:
 
 
 def _sample_walker(text: str, pos: int) -> tuple[dict[str, Any], int]:
-    return jsonwalk.obj(text, pos, {"messages": _positioned()})
+    return jsonwalk.obj(text, pos, {"messages": _positioned(), "events": _positioned()})
 
 
-def _split(sample: dict[str, Any]) -> tuple[dict[str, Any], list[int]]:
-    """A walked sample with plain messages, and the offsets of its messages."""
-    walked = sample.get("messages")
-    if isinstance(walked, list) and all(isinstance(m, tuple) for m in walked):
-        sample["messages"] = [m for _, m in walked]
-        return sample, [p for p, _ in walked]
-    return sample, []
+def _split(sample: dict[str, Any]) -> tuple[dict[str, Any], dict[int, int]]:
+    """A walked sample with plain messages and events, and where each of them starts (by the
+    id of the element)."""
+    offsets: dict[int, int] = {}
+    for key in ("messages", "events"):
+        walked = sample.get(key)
+        if isinstance(walked, list) and all(isinstance(m, tuple) for m in walked):
+            sample[key] = [m for _, m in walked]
+            offsets |= {id(m): p for p, m in walked}
+    return sample, offsets
 
 
 def _add_sample(
@@ -408,9 +423,9 @@ def _add_sample(
             json_prefix,
         )
         return 0
-    sample, positions = _split(sample)
+    sample, offsets = _split(sample)
     ep = _episode(
-        collector, fmt, sample, positions, run, cap, source_path, line_of, start, json_prefix
+        collector, fmt, sample, offsets, run, cap, source_path, line_of, start, json_prefix
     )
     collector.add_episode(ep)
     return 1
