@@ -86,7 +86,11 @@ def _inflate_zstd(f: BinaryIO, info: zipfile.ZipInfo, cap: int) -> bytes:
     # Read one byte past the declared size: a member that inflates to more lies about itself
     # (a bomb), and reading stops there.
     limit = min(info.file_size, cap) + 1
-    out = reader.read(limit)
+    parts, size = [], 0
+    while size < limit and (chunk := reader.read(min(limit - size, 8 * files.MIB))):
+        parts.append(chunk)
+        size += len(chunk)
+    out = b"".join(parts)
     if len(out) > info.file_size:
         raise zipfile.BadZipFile("member inflates to more than its declared size")
     if len(out) != info.file_size:
