@@ -117,3 +117,13 @@ def test_a_bad_step_is_rejected_with_its_json_path(tmp_path):
     (reject,) = result.rejects.iter_rows(named=True)
     assert (reject["json_path"], reject["reason"]) == ("$.steps[1]", "step is not a JSON object")
     assert result.turns.height == 6
+
+
+def test_steps_of_the_wrong_type_are_rejected_at_their_path(tmp_path):
+    doc = json.loads((OPENHANDS / "agent" / "trajectory.json").read_text())
+    doc["steps"] = "none"
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(doc))
+    result = forensics.scan([str(path)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert (reject["json_path"], reject["reason"]) == ("$.steps", "steps is not an array")

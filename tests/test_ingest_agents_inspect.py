@@ -244,3 +244,20 @@ def test_the_limit_event_ends_a_sample_without_sample_limit(tmp_path):
     assert trajs.filter(trajs["task_id"] == "toolfail")["termination_reason"].to_list() == [
         "token_limit"
     ]
+
+
+def test_samples_and_messages_of_the_wrong_type_are_rejected_at_their_path(tmp_path):
+    doc = json.loads(FAILURES.read_text())
+    doc["samples"][0]["messages"] = {"role": "user"}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert (reject["json_path"], reject["reason"]) == (
+        "$.samples[0].messages", "messages is not an array"
+    )  # fmt: skip
+    assert result.trajectories.height == 5
+    doc["samples"] = 5
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    assert result.rejects["json_path"].to_list() == ["$.samples"]

@@ -116,3 +116,14 @@ def test_mini_truncated_turn_and_exception_exit(tmp_path):
     assert traj["error"] == "RuntimeError: docker exec failed"
     hits = [(r["rule"], r["turn_index"]) for r in result.findings.iter_rows(named=True)]
     assert ("max-tokens", 20) in hits
+
+
+def test_history_of_the_wrong_type_is_rejected_at_its_path(tmp_path):
+    doc = json.loads(TRAJ.read_text())
+    doc["history"] = {"role": "assistant"}
+    path = tmp_path / "x.traj"
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert (reject["json_path"], reject["reason"]) == ("$.history", "history is not an array")
+    assert result.trajectories["termination_reason"].to_list() == ["submitted"]

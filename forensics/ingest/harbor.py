@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import files, jsonhead, jsonwalk
+from forensics.ingest import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, reject_trailing
 
@@ -118,9 +118,7 @@ def _walk(path: Path, collector: Collector) -> tuple[dict[str, Any], jsonwalk.Li
     text = files.read_text(path)
     line_of = jsonwalk.LineCounter(text)
     try:
-        doc, end = jsonwalk.obj(
-            text, jsonwalk.skip_ws(text, 0), {"steps": jsonwalk.positioned_array}
-        )
+        doc, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), {"steps": walkers.positioned()})
     except jsonwalk.WalkError as exc:
         collector.reject(
             str(path),
@@ -131,6 +129,10 @@ def _walk(path: Path, collector: Collector) -> tuple[dict[str, Any], jsonwalk.Li
         )
         return None
     reject_trailing(collector, str(path), text, end, line_of, FORMAT)
+    if walkers.items(doc, "steps") is None:
+        excerpt = json_text(doc["steps"]) or ""
+        collector.reject(str(path), 1, "steps is not an array", excerpt, FORMAT, "$.steps")
+        doc["steps"] = []
     return doc, line_of
 
 
@@ -149,9 +151,7 @@ def _add_steps(
     default_model = default_model or ep.run.agent_model
     tools = agent.get("tool_definitions")
     copied = refs = 0
-    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
-    for i, item in enumerate(steps):
-        pos, step = item if isinstance(item, tuple) else (0, item)
+    for i, (pos, step) in enumerate(walkers.items(doc, "steps") or []):
         where = f"$.steps[{i}]"
         line = line_of(pos)
         if not isinstance(step, dict):

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import files, jsonhead, jsonwalk, zipmembers
+from forensics.ingest import files, jsonhead, jsonwalk, walkers, zipmembers
 from forensics.ingest.apicommon import as_dict, as_int, error_text, json_text, tool_choice_text
 from forensics.ingest.records import (
     NESTED_TOO_DEEPLY,
@@ -368,25 +368,10 @@ def _episode(
 # --- files ----------------------------------------------------------------------------------
 
 
-def _positioned(walker: jsonwalk.Walker = jsonwalk.value) -> jsonwalk.Walker:
-    """An array walker returning [(start offset, element)] with each element read by walker."""
-
-    def walk(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
-        out: list[tuple[int, Any]] = []
-        last = None
-        for start, item, stop in jsonwalk.elements(text, pos, walker):
-            out.append((start, item))
-            last = stop
-        if last is None:  # an empty array: "[", blanks, "]"
-            last = jsonwalk.skip_ws(text, pos) + 1
-        # elements() returned only after seeing the closing bracket.
-        return out, jsonwalk.skip_ws(text, last) + 1
-
-    return walk
-
-
 def _sample_walker(text: str, pos: int) -> tuple[dict[str, Any], int]:
-    return jsonwalk.obj(text, pos, {"messages": _positioned(), "events": _positioned()})
+    return jsonwalk.obj(
+        text, pos, {"messages": walkers.positioned(), "events": walkers.positioned()}
+    )
 
 
 def _split(sample: dict[str, Any]) -> tuple[dict[str, Any], dict[int, int]]:
@@ -394,8 +379,8 @@ def _split(sample: dict[str, Any]) -> tuple[dict[str, Any], dict[int, int]]:
     id of the element)."""
     offsets: dict[int, int] = {}
     for key in ("messages", "events"):
-        walked = sample.get(key)
-        if isinstance(walked, list) and all(isinstance(m, tuple) for m in walked):
+        walked = walkers.items(sample, key)
+        if walked is not None:
             sample[key] = [m for _, m in walked]
             offsets |= {id(m): p for p, m in walked}
     return sample, offsets
@@ -424,6 +409,16 @@ def _add_sample(
         )
         return 0
     sample, offsets = _split(sample)
+    if not isinstance(sample.get("messages", []), list):
+        bad = json_text(sample["messages"]) or ""
+        collector.reject(
+            source_path,
+            line_of(start),
+            "messages is not an array",
+            bad,
+            fmt,
+            f"{json_prefix}.messages",
+        )
     ep = _episode(
         collector, fmt, sample, offsets, run, cap, source_path, line_of, start, json_prefix
     )
@@ -437,7 +432,7 @@ def ingest_json(path: Path, collector: Collector) -> int:
     line_of = jsonwalk.LineCounter(text)
     start = jsonwalk.skip_ws(text, 0)
     try:
-        log, end = jsonwalk.obj(text, start, {"samples": _positioned(_sample_walker)})
+        log, end = jsonwalk.obj(text, start, {"samples": walkers.positioned(_sample_walker)})
     except jsonwalk.WalkError as exc:
         collector.reject(
             name,
@@ -449,8 +444,12 @@ def ingest_json(path: Path, collector: Collector) -> int:
         return 0
     reject_trailing(collector, name, text, end, line_of, FORMAT_JSON)
     run, cap = _run(log, path.stem)
-    samples = log.get("samples")
-    if not isinstance(samples, list) or not samples:
+    samples = walkers.items(log, "samples")
+    if samples is None:
+        bad = json_text(log["samples"]) or ""
+        collector.reject(name, 1, "samples is not an array", bad, FORMAT_JSON, "$.samples")
+        return 0
+    if not samples:
         collector.note(name, _no_samples(log))
         return 0
     count = 0

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import files, jsonhead, jsonwalk
-from forensics.ingest.apicommon import as_dict, as_int, error_text, text_of
+from forensics.ingest import files, jsonhead, jsonwalk, walkers
+from forensics.ingest.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import (
     Collector,
     Episode,
@@ -69,10 +69,6 @@ def sniff_mini(head: str) -> str | None:
     return None
 
 
-def _positioned(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
-    return jsonwalk.positioned_array(text, pos)
-
-
 def _document(
     path: Path, collector: Collector, fmt: str, key: str
 ) -> tuple[dict[str, Any], Callable[[int], int]] | None:
@@ -81,7 +77,7 @@ def _document(
     text = files.read_text(path)
     line_of = jsonwalk.LineCounter(text)
     try:
-        doc, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), {key: _positioned})
+        doc, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), {key: walkers.positioned()})
     except jsonwalk.WalkError as exc:
         collector.reject(
             name,
@@ -92,12 +88,16 @@ def _document(
         )
         return None
     reject_trailing(collector, name, text, end, line_of, fmt)
+    if walkers.items(doc, key) is None:
+        collector.reject(
+            name, 1, f"{key} is not an array", json_text(doc[key]) or "", fmt, f"$.{key}"
+        )
+        doc[key] = []
     return doc, line_of
 
 
 def _walked(doc: dict[str, Any], key: str) -> list[tuple[int, Any]]:
-    items = doc.get(key)
-    return items if isinstance(items, list) else []
+    return walkers.items(doc, key) or []
 
 
 def _thinking(item: dict[str, Any]) -> str | None:
