@@ -127,3 +127,14 @@ def test_steps_of_the_wrong_type_are_rejected_at_their_path(tmp_path):
     result = forensics.scan([str(path)])
     (reject,) = result.rejects.iter_rows(named=True)
     assert (reject["json_path"], reject["reason"]) == ("$.steps", "steps is not an array")
+
+
+def test_a_finish_reason_an_agent_keeps_in_step_extra_is_read(tmp_path):
+    doc = json.loads((TERMINUS / "agent" / "trajectory.json").read_text())
+    doc.pop("continued_trajectory_ref")
+    doc["steps"][1]["extra"] = {"stop_reason": "max_tokens"}
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    agent = result.turns.filter(result.turns["actor"] == "agent")
+    assert agent["finish_reason"].to_list() == ["max_tokens", None, None]

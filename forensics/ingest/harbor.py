@@ -7,7 +7,7 @@ is a turn: `message` as content (a string or content parts), `reasoning_content`
 `tool_calls[{tool_call_id, function_name, arguments}]`, `metrics{prompt_tokens,
 completion_tokens, cost_usd}`, the step's `model_name`; every `observation.results[]` entry
 with content is a tool turn (env) after it. ATIF keeps no finish reason nor output cap (a
-`finish_reason` in a step's `extra` is read when an agent puts one there).
+`finish_reason` or `stop_reason` in a step's `extra` is read when an agent puts one there).
 
 A context hand-off continues the trajectory in `trajectory.cont-N.json` (named by
 `continued_trajectory_ref`): those steps are the same episode, each turn located in its own
@@ -170,7 +170,8 @@ def _add_steps(
         if source == "agent":
             metrics = as_dict(step.get("metrics"))
             cost = metrics.get("cost_usd")
-            finish = as_dict(step.get("extra")).get("finish_reason")
+            extra = as_dict(step.get("extra"))
+            finish = extra.get("finish_reason", extra.get("stop_reason"))
             model = (
                 step.get("model_name") if isinstance(step.get("model_name"), str) else default_model
             )
