@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 import forensics
-from forensics.ingest import detect, files
+from forensics.ingest import detect, files, ingest
 
 DATA = Path(__file__).parent / "data" / "agents" / "inspect"
 
@@ -261,3 +261,23 @@ def test_samples_and_messages_of_the_wrong_type_are_rejected_at_their_path(tmp_p
     path.write_text(json.dumps(doc, indent=2))
     result = forensics.scan([str(path)])
     assert result.rejects["json_path"].to_list() == ["$.samples"]
+
+
+def test_many_members_stop_at_the_decompression_cap(tmp_path):
+    """A bomb of many members, each small enough, is cut where their sum passes the cap."""
+    with zipfile.ZipFile(DATA / "log_formats.eval") as archive:
+        members = {i.filename: archive.read(i) for i in archive.infolist()}
+    sample = json.loads(members.pop("samples/1_epoch_1.json"))
+    sample["messages"][1]["content"] = "x" * 600_000
+    path = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        for n in range(1, 5):
+            archive.writestr(f"samples/{n}_epoch_1.json", json.dumps(sample | {"id": n}))
+    limits = files.Limits(max_decompressed_bytes=files.MIB)
+    read = ingest([str(path)], limits=limits)
+    assert read.trajectories.num_rows == 1  # the first sample fits, the second passes the cap
+    (reject,) = read.rejects.to_pylist()
+    assert reject["source_path"] == str(path)
+    assert reject["reason"].startswith("members inflate to more than 1 MiB")

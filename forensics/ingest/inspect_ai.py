@@ -478,6 +478,11 @@ def ingest_eval(path: Path, collector: Collector) -> int:
         return 0
 
 
+def _wanted(name: str) -> bool:
+    # Summaries, reductions and the journal's summaries repeat what the samples hold.
+    return name in _HEADER_MEMBERS or (name.startswith("samples/") and name.endswith(".json"))
+
+
 def _read_eval(path: Path, collector: Collector) -> int:
     name = str(path)
     run: Run | None = None
@@ -486,28 +491,25 @@ def _read_eval(path: Path, collector: Collector) -> int:
     count = 0
     rejected = 0
     samples_seen = 0
-    for member in zipmembers.members(path, first=_HEADER_MEMBERS):
+    for member in zipmembers.members(path, first=_HEADER_MEMBERS, wanted=_wanted):
         where = zipmembers.member_path(name, member.name)
         if member.data is None:
             collector.reject(where, None, member.problem or "not read", "", FORMAT, "$")
             rejected += 1
             continue
         text = member.data.decode("utf-8", errors="replace").lstrip("\ufeff")
-        is_sample = member.name.startswith("samples/") and member.name.endswith(".json")
         if member.name in _HEADER_MEMBERS:
             if run is not None:
                 continue  # the header supersedes the journal's start; both name the run
             try:
-                log = json.loads(text)
+                log = as_dict(json.loads(text))
             except (ValueError, RecursionError) as exc:
                 reason = NESTED_TOO_DEEPLY if isinstance(exc, RecursionError) else str(exc)
                 collector.reject(where, 1, f"invalid JSON: {reason}", text, FORMAT, "$")
                 rejected += 1
-                log = {}
-            run, cap = _run(as_dict(log), path.stem)
+                continue  # the journal's start, when there is one, names the run
+            run, cap = _run(log, path.stem)
             continue
-        if not is_sample:
-            continue  # summaries, reductions, journal: run metadata the samples repeat
         samples_seen += 1
         if run is None:
             run, cap = _run({}, path.stem)
@@ -533,7 +535,7 @@ def _read_eval(path: Path, collector: Collector) -> int:
             )
     if count == 0:
         if samples_seen == 0 and rejected == 0:
-            collector.note(name, _no_samples(as_dict(log)))
+            collector.note(name, _no_samples(log))
         elif rejected:
             collector.note(name, f"{rejected} member(s) rejected (see rejects)")
     return count

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -100,20 +100,30 @@ def _inflate_zstd(f: BinaryIO, info: zipfile.ZipInfo, cap: int) -> bytes:
     return out
 
 
-def members(path: Path, first: tuple[str, ...] = ()) -> Iterator[Member]:
-    """Every member of the archive, the names in `first` first, then in the order of the
-    central directory, with its bytes or why they could not be had. Raises
-    zipfile.BadZipFile when the archive itself is unreadable (no central directory)."""
+def members(
+    path: Path, first: tuple[str, ...] = (), wanted: Callable[[str], bool] = lambda _: True
+) -> Iterator[Member]:
+    """The wanted members of the archive, the names in `first` first, then in the order of
+    the central directory, with their bytes or why they could not be had. Raises one of
+    UNREADABLE when the archive itself is unreadable (no central directory), files.TooLarge
+    once the members inflated so far pass the decompression cap (a bomb of many members)."""
     limits = files._scope().limits
     cap = min(limits.max_document_bytes, limits.max_decompressed_bytes)
+    inflated = 0
     with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
         infos = archive.infolist()
         rank = {name: i for i, name in enumerate(first)}
         infos.sort(key=lambda info: rank.get(info.filename, len(first)))
         for info in infos:
-            if info.is_dir():
-                continue
             name = info.filename
+            if info.is_dir() or not wanted(name):
+                continue
+            inflated += info.file_size
+            if inflated > limits.max_decompressed_bytes:
+                raise files.TooLarge(
+                    f"members inflate to more than {limits.max_decompressed_bytes // files.MIB} "
+                    "MiB (the decompression cap, --max-decompressed-mb): not read further"
+                )
             if info.file_size > cap:
                 yield Member(
                     name,
