@@ -119,9 +119,8 @@ def _completion(log_data: Any) -> tuple[str | None, dict[str, Any]]:
     except (ValueError, RecursionError):
         return None, {}
     response = as_dict(as_dict(data).get("response"))
-    return response.get("id") if isinstance(response.get("id"), str) else None, _response_fields(
-        response
-    )
+    response_id = response.get("id") if isinstance(response.get("id"), str) else None
+    return response_id, _response_fields(response)
 
 
 def _response_fields(response: dict[str, Any]) -> dict[str, Any]:
