@@ -281,3 +281,13 @@ def test_many_members_stop_at_the_decompression_cap(tmp_path):
     (reject,) = read.rejects.to_pylist()
     assert reject["source_path"] == str(path)
     assert reject["reason"].startswith("members inflate to more than 1 MiB")
+
+
+def test_a_zip_named_eval_without_log_members_is_a_reject(tmp_path):
+    path = tmp_path / "notes.eval"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("notes.txt", "not a log")
+    result = forensics.scan([str(path)])
+    assert result.rejects["reason"].to_list() == [
+        "ZIP archive without Inspect AI log members (header.json, samples/)"
+    ]

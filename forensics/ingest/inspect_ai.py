@@ -534,7 +534,10 @@ def _read_eval(path: Path, collector: Collector) -> int:
                 collector, text, where, run, cap, FORMAT, line_of, start, sample, "$"
             )
     if count == 0:
-        if samples_seen == 0 and rejected == 0:
+        if run is None and samples_seen == 0 and rejected == 0:
+            reason = "ZIP archive without Inspect AI log members (header.json, samples/)"
+            collector.reject(name, None, reason, "", FORMAT)
+        elif samples_seen == 0 and rejected == 0:
             collector.note(name, _no_samples(log))
         elif rejected:
             collector.note(name, f"{rejected} member(s) rejected (see rejects)")
