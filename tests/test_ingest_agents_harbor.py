@@ -138,3 +138,16 @@ def test_a_finish_reason_an_agent_keeps_in_step_extra_is_read(tmp_path):
     result = forensics.scan([str(path)])
     agent = result.turns.filter(result.turns["actor"] == "agent")
     assert agent["finish_reason"].to_list() == ["max_tokens", None, None]
+
+
+def test_a_cut_result_beside_a_trajectory_is_rejected_not_ignored(tmp_path):
+    trial = tmp_path / "job" / "hello-world__Cut"
+    shutil.copytree(OPENHANDS, trial)
+    text = (trial / "result.json").read_text()
+    (trial / "result.json").write_text(text[: len(text) // 2])
+    result = forensics.scan([str(trial)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert reject["source_path"] == str(trial / "result.json")
+    assert reject["reason"].startswith("not a whole trial result")
+    (traj,) = result.trajectories.iter_rows(named=True)
+    assert traj["turn_count"] == 7 and traj["reward"] is None  # the trajectory is still read

@@ -92,9 +92,6 @@ def _apply_result(ep: Episode, result: dict[str, Any]) -> None:
         ep.run.agent_model = (
             f"{provider}/{model['name']}" if isinstance(provider, str) else model["name"]
         )
-    trial = result.get("trial_name")
-    if isinstance(trial, str):
-        ep.run.labels.setdefault("trial_name", trial)
 
 
 def _trial_dir(trajectory: Path) -> Path | None:
@@ -304,10 +301,6 @@ def _name_run(run: Run) -> None:
 def ingest_result(path: Path, collector: Collector) -> int:
     """A trial result: metadata of the trajectory beside it, else an episode of its own."""
     name = str(path)
-    if (path.parent / _TRAJECTORY).is_file():
-        collector.note(name, f"trial result, applied to {_TRAJECTORY}")
-        collector.metadata_files.add(name)
-        return 0
     text = files.read_text(path)
     line_of = jsonwalk.LineCounter(text)
     try:
@@ -322,6 +315,10 @@ def ingest_result(path: Path, collector: Collector) -> int:
         )
         return 0
     reject_trailing(collector, name, text, end, line_of, FORMAT_RESULT)
+    if (path.parent / _TRAJECTORY).is_file():
+        collector.note(name, f"trial result, applied to {_TRAJECTORY}")
+        collector.metadata_files.add(name)
+        return 0
     run = Run(run_id=_run_id(path.parent, "harbor"))
     ep = Episode(
         run=run,
