@@ -126,3 +126,15 @@ def test_a_first_event_longer_than_the_detection_head_is_claimed_by_its_name(tmp
     result = forensics.scan([str(copy)])
     assert result.rejects.is_empty()
     assert result.turns.height == 6 and result.turns.row(0, named=True)["tool_count"] == 300
+
+
+def test_a_cut_base_state_is_rejected_and_the_events_still_read(tmp_path):
+    copy = tmp_path / "conv"
+    shutil.copytree(CONVERSATION, copy)
+    text = (copy / "base_state.json").read_text()
+    (copy / "base_state.json").write_text(text[:300])
+    result = forensics.scan([str(copy)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert reject["source_path"] == str(copy / "base_state.json")
+    assert result.turns.height == 6
+    assert result.trajectories["agent_model"].to_list() == [None]

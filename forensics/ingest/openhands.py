@@ -326,6 +326,17 @@ def _add_v1(
 
 def ingest_state(path: Path, collector: Collector) -> int:
     name = str(path)
+    text = files.read_text(path)
+    line_of = jsonwalk.LineCounter(text)
+    try:
+        _, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0))
+    except jsonwalk.WalkError as exc:
+        reason = f"not a whole conversation state: {exc.msg}"
+        collector.reject(
+            name, line_of(exc.pos), reason, text[exc.pos : exc.pos + 200], FORMAT_STATE
+        )
+        return 0
+    reject_trailing(collector, name, text, end, line_of, FORMAT_STATE)
     if (path.parent / "events").is_dir():
         collector.note(name, "conversation state, applied to the events beside it")
     else:
