@@ -91,8 +91,11 @@ def test_evaluation_output_jsonl_with_an_agent_error(tmp_path):
          "message": "", "extras": {"agent_state": "error", "reason": "RuntimeError: sandbox died"}},
     ]  # fmt: skip
     lines = [
-        {"instance_id": "django__django-11099", "history": history,
-         "metadata": {"llm_config": {"model": "openai/gpt-4o"}}, "error": None},
+        {"instance_id": "django__django-11099", "test_result": {"git_patch": ""},
+         "instruction": "Fix it. " * 10_000,
+         "metadata": {"agent_class": "CodeActAgent",
+                      "llm_config": {"model": "openai/gpt-4o", "max_output_tokens": 4096}},
+         "history": history, "error": None},
         {"instance_id": "astropy__astropy-12907", "history": failed,
          "metadata": {"llm_config": {"model": "openai/gpt-4o"}}, "error": "Agent got stuck"},
     ]  # fmt: skip
@@ -103,6 +106,12 @@ def test_evaluation_output_jsonl_with_an_agent_error(tmp_path):
     assert trajs["astropy__astropy-12907"]["termination_reason"] == "error"
     assert trajs["astropy__astropy-12907"]["error"] == "Agent got stuck"
     assert trajs["django__django-11099"]["agent_model"] == "openai/gpt-4o"
+    # the first line's history starts past the 64 KiB head: found by its first keys
+    assert result.files[0].format == "openhands_legacy"
+    agent = result.turns.filter(
+        (result.turns["actor"] == "agent") & (result.turns["task_id"] == "django__django-11099")
+    )
+    assert set(agent["max_output_tokens"]) == {4096}
     errors = result.turns.filter(result.turns["error"].is_not_null())
     assert errors["content"].to_list() == ["Traceback: boom"]
     assert set(result.turns["source_line"]) == {1, 2}

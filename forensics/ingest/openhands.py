@@ -15,7 +15,8 @@ other event files and base_state.json say so in a note.
 
 Before V1, OpenHands wrote a JSON list of events (`id`, `source`, `action` or `observation`,
 `args`/`extras`, `tool_call_metadata.model_response` with the finish reason and usage), also
-the `history` of each line of its evaluation `output.jsonl`. An `agent_state_changed`
+the `history` of each line of its evaluation `output.jsonl` (whose `metadata.llm_config` names
+the model and its `max_output_tokens`). An `agent_state_changed`
 observation's state is the termination reason; its `reason` when the state is `error` is the
 episode's error.
 """
@@ -85,7 +86,11 @@ def sniff_legacy(head: str) -> str | None:
             return "JSON array of events with source and action/observation (OpenHands)"
         return None
     first = text.split("\n", 1)[0]
-    if text.startswith("{") and '"instance_id"' in first and _HISTORY.search(first):
+    # The history can start past the head when the instruction is long: EvalOutput's first
+    # keys (instance_id, test_result, instruction) say what the line is.
+    keys = jsonhead.top_level(first)
+    history = _HISTORY.search(first) or {"test_result", "instruction"} <= keys.keys()
+    if text.startswith("{") and "instance_id" in keys and history:
         return "JSON lines with instance_id and an event history (OpenHands evaluation output)"
     return None
 
@@ -351,8 +356,10 @@ def ingest_state(path: Path, collector: Collector) -> int:
 class _Legacy:
     """Events of one pre-V1 history -> an episode."""
 
-    def __init__(self, ep: Episode, collector: Collector, prefix: str) -> None:
-        self.ep, self.collector, self.prefix = ep, collector, prefix
+    def __init__(
+        self, ep: Episode, collector: Collector, prefix: str, cap: int | None = None
+    ) -> None:
+        self.ep, self.collector, self.prefix, self.cap = ep, collector, prefix, cap
         self.response_turn: dict[str, int] = {}
         self.skipped = 0
         self.state: str | None = None
@@ -467,6 +474,7 @@ class _Legacy:
             "tool_calls": calls,
             "reasoning": reasoning if isinstance(reasoning, str) else None,
             "model": ep.run.agent_model,
+            "max_output_tokens": self.cap,
         }
         fields |= _response_fields(response)
         ep.add(line, {"role": "assistant", "content": content}, **fields)
@@ -551,7 +559,8 @@ def _ingest_output_jsonl(path: Path, collector: Collector) -> int:
                 task_id=str(instance) if instance is not None else None,
                 json_path="$",
             )
-            legacy = _Legacy(ep, collector, "$.history")
+            cap = as_int(llm.get("max_output_tokens"))
+            legacy = _Legacy(ep, collector, "$.history", cap)
             for i, event in enumerate(record["history"]):
                 legacy.add(i, number, event)
             legacy.finish()
