@@ -291,3 +291,15 @@ def test_a_zip_named_eval_without_log_members_is_a_reject(tmp_path):
     assert result.rejects["reason"].to_list() == [
         "ZIP archive without Inspect AI log members (header.json, samples/)"
     ]
+
+
+def test_a_few_shot_answer_in_the_input_is_prompt_not_agent(tmp_path):
+    doc = json.loads(FAILURES.read_text())
+    shot = {"id": "fs1", "role": "assistant", "source": "input", "content": "<think>"}
+    doc["samples"][3]["messages"].insert(0, shot)
+    path = tmp_path / "fewshot.json"
+    path.write_text(json.dumps(doc, indent=2))
+    turns = forensics.scan([str(path)]).turns
+    filtered = turns.filter(turns["task_id"] == "filtered")
+    assert filtered["actor"].to_list() == ["system", "user_sim", "agent"]
+    assert filtered["finish_reason"].to_list() == [None, None, "content_filter"]

@@ -2,14 +2,15 @@
 
 One sample (id, epoch) is one trajectory. Its turns are `sample.messages`, the conversation as
 the solver left it; each assistant message takes the model call that produced it from the
-sample's events (`event: "model"`, matched by message id, else by order): the stop reason
-(stop, max_tokens, model_length, tool_calls, content_filter, unknown; `length` in old logs),
-usage, the requested `config.max_tokens`, the tools offered and the call's error. Reasoning
-content parts (`type: reasoning`, their summary when redacted) go to `reasoning`; a tool call
-whose arguments did not parse (`parse_error`) and a tool result's `error` {type, message}
-become the turn's `error`. The sample's `limit` (termination_reason `<type>_limit`, e.g.
-`token_limit`) and `error` end the trajectory; the first score is its reward (C/I/P/N as
-Inspect's value_to_float reads them).
+sample's events (`event: "model"`, matched by message id, else by text and tool-call ids,
+else by order): the stop reason (stop, max_tokens, model_length, tool_calls, content_filter,
+unknown; `length` in old logs), usage, the requested `config.max_tokens`, the tools offered
+and the call's error. An assistant message whose `source` is `input` (a few-shot answer in
+the sample's input) is prompt: actor system. Reasoning content parts (`type: reasoning`,
+their summary when redacted) go to `reasoning`; a tool call whose arguments did not parse
+(`parse_error`) and a tool result's `error` {type, message} become the turn's `error`. The
+sample's `limit` (termination_reason `<type>_limit`, e.g. `token_limit`) and `error` end the
+trajectory; the first score is its reward (C/I/P/N as Inspect's value_to_float reads them).
 
 Condensed logs store long text once in `sample.attachments` and write `attachment://<hash>`
 where it was; model events of newer logs keep their input as `input_refs` into a shared message
@@ -325,7 +326,10 @@ def _episode(
             "reasoning": reasoning,
         }
         errors: list[str] = []
-        if role == "assistant":
+        if role == "assistant" and msg.get("source") == "input":
+            # A few-shot answer written into the sample's input: prompt, not model output.
+            fields["actor"] = "system"
+        elif role == "assistant":
             calls_, errors = _tool_calls(msg)
             fields["tool_calls"] = calls_
             fields["model"] = msg.get("model") if isinstance(msg.get("model"), str) else None
