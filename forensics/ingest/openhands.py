@@ -403,7 +403,7 @@ class _Legacy:
                     actor="user_sim",
                 )
             elif source == "agent" and action not in ("change_agent_state", "recall"):
-                self._agent(line, action, event, args, metadata, response)
+                self._agent(line, event, args, metadata, response)
             else:
                 self.skipped += 1
                 return
@@ -423,7 +423,6 @@ class _Legacy:
     def _agent(
         self,
         line: int,
-        action: str,
         event: dict[str, Any],
         args: dict[str, Any],
         metadata: dict[str, Any],
