@@ -34,6 +34,8 @@ def test_function_calling_traj_turns_tool_calls_and_exit_status():
     labels = {label["key"]: label["value"] for label in traj["labels"]}
     assert labels["model_stats.api_calls"] == "5"
     assert traj["tool_call_count"] == 4
+    # replay_config: parse_function function_calling -> tools went with every request
+    assert set(turns.filter(turns["actor"] == "agent")["tools_attached"]) == {True}
     assert result.findings.is_empty()  # a healthy, submitted run
 
 
@@ -42,6 +44,7 @@ def test_thought_action_traj_observations_are_env_turns():
     turns = result.turns
     assert turns["actor"].to_list()[:4] == ["system", "user_sim", "agent", "env"]
     assert set(turns.filter(turns["role"] == "user")["actor"].to_list()[1:]) == {"env"}
+    assert set(turns["tools_attached"]) == {None}  # no replay_config: not known
     assert result.findings.is_empty()
 
 

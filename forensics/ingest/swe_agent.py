@@ -9,7 +9,8 @@ observation). Demonstrations inlined in the history (`is_demo`) are few-shot exa
 turns; the trajectory's ingest_note counts them. `info.exit_status` is the termination reason
 as SWE-agent spells it (submitted, exit_cost, exit_context, exit_format, `submitted
 (exit_cost)`, …); `info.model_stats` holds the run's token and call totals (labels);
-`replay_config` names the model.
+`replay_config` names the model, its `completion_kwargs.max_tokens`, and whether tools went
+with each request (`parse_function.type: function_calling`).
 
 mini-swe-agent (docs/usage/output_files.md) writes `{info, messages, trajectory_format}`:
 OpenAI-format messages whose `extra.response` is the raw API response of an assistant turn
@@ -112,15 +113,30 @@ def _thinking(item: dict[str, Any]) -> str | None:
     return reasoning if isinstance(reasoning, str) else None
 
 
-def _model_of(replay: Any) -> str | None:
+def _agent_config(replay: Any) -> dict[str, Any]:
+    """The agent section of replay_config (a JSON string in SWE-agent 1.x files)."""
     if isinstance(replay, str):
         try:
             replay = json.loads(replay)
-        except ValueError:
-            return None
-    model = as_dict(as_dict(as_dict(replay).get("agent")).get("model"))
-    name = model.get("name") or model.get("model_name")
-    return name if isinstance(name, str) else None
+        except (ValueError, RecursionError):
+            return {}
+    return dict(as_dict(as_dict(replay).get("agent")))
+
+
+def _request_side(agent: dict[str, Any]) -> dict[str, Any]:
+    """Columns every agent turn shares: the cap of the model config and whether tools went
+    with each request (function calling; thought-action parsers describe them in the prompt)."""
+    model = as_dict(agent.get("model"))
+    kwargs = as_dict(model.get("completion_kwargs"))
+    parser = as_dict(as_dict(agent.get("tools")).get("parse_function")).get("type")
+    fields: dict[str, Any] = {
+        "max_output_tokens": as_int(kwargs.get("max_tokens"))
+        or as_int(kwargs.get("max_completion_tokens")),
+        "tools_attached": parser == "function_calling" if isinstance(parser, str) else None,
+    }
+    if isinstance(model.get("api_base"), str):
+        fields["endpoint"] = model["api_base"]
+    return fields
 
 
 def _stats_labels(stats: Any, prefix: str) -> dict[str, str]:
@@ -139,9 +155,11 @@ def ingest(path: Path, collector: Collector) -> int:
     doc, line_of = read
     name = str(path)
     info = as_dict(doc.get("info"))
-    run = Run(
-        run_id=path.parent.name or "swe-agent", agent_model=_model_of(doc.get("replay_config"))
-    )
+    agent = _agent_config(doc.get("replay_config"))
+    model = as_dict(agent.get("model")).get("name")
+    run = Run(run_id=path.parent.name or "swe-agent")
+    run.agent_model = model if isinstance(model, str) else None
+    request = _request_side(agent)
     run.labels.update(_stats_labels(info.get("model_stats"), "model_stats"))
     if isinstance(info.get("swe_agent_version"), str):
         run.labels["swe_agent_version"] = info["swe_agent_version"]
@@ -183,7 +201,7 @@ def ingest(path: Path, collector: Collector) -> int:
             actor = {"system": "system", "user": "user_sim"}.get(role or "", "unknown")
         fields: dict[str, Any] = {"actor": actor}
         if actor == "agent":
-            fields |= {"reasoning": _thinking(item), "model": run.agent_model}
+            fields |= {"reasoning": _thinking(item), "model": run.agent_model} | request
         message = {
             "role": role,
             "content": item.get("content"),
