@@ -47,6 +47,8 @@ def test_v1_events_become_turns_with_the_completion_log_matched_by_response_id()
         "length", 16384, 16384
     )  # fmt: skip
     assert turns.row(0, named=True)["tool_count"] == 3
+    # the system prompt event offered tools: every agent turn had them
+    assert turns.filter(turns["actor"] == "agent")["tools_attached"].to_list() == [True, True]
     found = [(f["rule"], f["turn_index"]) for f in result.findings.iter_rows(named=True)]
     assert ("max-tokens", 5) in found
 

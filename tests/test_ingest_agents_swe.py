@@ -92,7 +92,24 @@ def test_mini_trajectory_turns_carry_the_raw_response():
     assert traj["termination_reason"] == "Submitted"
     assert traj["agent_model"] == "anthropic/claude-sonnet-4-20250514"
     assert traj["task_id"] == "swe-agent__test-repo-1"
+    assert set(turns.filter(turns["actor"] == "agent")["tools_attached"]) == {None}
     assert result.findings.is_empty()
+
+
+def test_mini_tools_attached_from_tool_calls_or_a_text_based_model(tmp_path):
+    doc = json.loads(MINI.read_text())
+    doc["info"]["mini_version"] = "1.9.0"  # 1.x models parse actions from the text
+    path = tmp_path / "a.traj.json"
+    path.write_text(json.dumps(doc))
+    turns = forensics.scan([str(path)]).turns
+    assert set(turns.filter(turns["actor"] == "agent")["tools_attached"]) == {False}
+    first = next(m for m in doc["messages"] if m["role"] == "assistant")
+    first["tool_calls"] = [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    ]
+    path.write_text(json.dumps(doc))
+    turns = forensics.scan([str(path)]).turns
+    assert set(turns.filter(turns["actor"] == "agent")["tools_attached"]) == {True}
 
 
 def test_mini_truncated_turn_and_exception_exit(tmp_path):

@@ -236,6 +236,7 @@ def ingest(path: Path, collector: Collector) -> int:
     for response_id, index in response_turn.items():
         if response_id in completions:
             ep.turn_fields[index] |= completions[response_id]
+    _mark_tools(ep, any(f.get("tool_count") for f in ep.turn_fields.values()))
     if skipped:
         ep.note = f"{skipped} event(s) that are no message (state updates, condensation, …)"
     collector.add_episode(ep)
@@ -327,6 +328,17 @@ def _add_v1(
         content = error_text(event.get("error"))
         error = content or "agent error"
     ep.add(1, {"role": "tool", "content": content}, actor="env", source_path=where, error=error)
+
+
+def _mark_tools(ep: Episode, attached: bool) -> None:
+    """Agent turns of an agent that was offered tools (V1: the system prompt event lists
+    them) say so; otherwise it stays unknown."""
+    if not attached:
+        return
+    for index, fields in ep.turn_fields.items():
+        if fields.get("actor") == "agent":
+            fields["tools_attached"] = True
+            ep.turn_fields[index] = fields
 
 
 def ingest_state(path: Path, collector: Collector) -> int:
@@ -482,6 +494,9 @@ class _Legacy:
 
     def finish(self) -> None:
         self.ep.termination_reason = self.state
+        # Calls recorded with tool_call_metadata: the agent ran with native function calling,
+        # which offers the tools with every request.
+        _mark_tools(self.ep, any(f.get("tool_calls") for f in self.ep.turn_fields.values()))
         if self.skipped:
             self.ep.note = (
                 f"{self.skipped} event(s) that are no message (state changes, recalls, …)"

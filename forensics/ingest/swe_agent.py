@@ -316,5 +316,23 @@ def ingest_mini(path: Path, collector: Collector) -> int:
         ep.json_paths[len(ep.messages) - 1] = where
     ep.termination_reason = status if isinstance(status, str) and status else None
     ep.error = error
+    attached = _mini_tools(info, ep)
+    for fields in ep.turn_fields.values():
+        if fields.get("actor") == "agent":
+            fields["tools_attached"] = attached
     collector.add_episode(ep)
     return 1
+
+
+def _mini_tools(info: dict[str, Any], ep: Episode) -> bool | None:
+    """Whether the bash tool went with each request: tool calls in the messages say so;
+    text-based models (and every model of mini-swe-agent 1.x) parse actions from the text."""
+    if any(msg.get("tool_calls") for _, msg in ep.messages):
+        return True
+    model_type = as_dict(info.get("config")).get("model_type")
+    version = info.get("mini_version")
+    if (isinstance(model_type, str) and "textbased" in model_type) or (
+        isinstance(version, str) and version.startswith("1.")
+    ):
+        return False
+    return None
