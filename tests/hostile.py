@@ -9,7 +9,9 @@ a huge integer, NaN, deep nesting, a lone surrogate), and trailing data after a 
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,36 @@ SEEDS: dict[str, Path] = {
     "otlp_logs": DATA / "traces" / "otlp" / "file_exporter_genai_events.jsonl",
     "atropos": DATA / "traces" / "atropos" / "math_groups.jsonl",
     "sdk_repr_log": DATA / "traces" / "sdk_repr" / "langgraph_prints.log",
+    # Agent logs (issue 12): a ZIP container, JSON documents, one V1 event file.
+    "inspect_eval": DATA / "agents" / "inspect" / "log_formats.eval",
+    "inspect_json": DATA / "agents" / "inspect" / "synthetic_failures.json",
+    "swe_agent_traj": DATA / "agents" / "swe_agent" / "networking_1.traj",
+    "mini_swe_agent": DATA
+    / "agents"
+    / "mini_swe_agent"
+    / "swe-agent__test-repo-1"
+    / "swe-agent__test-repo-1.traj.json",
+    "harbor_atif": DATA
+    / "agents"
+    / "harbor"
+    / "2026-01-05__12-00-00"
+    / "hello-world__Xy7Lm2Q"
+    / "agent"
+    / "trajectory.json",
+    "harbor_trial_result": DATA
+    / "agents"
+    / "harbor"
+    / "2026-01-05__12-00-00"
+    / "fix-git__Tq9Rs1U"
+    / "result.json",
+    "openhands_events": DATA
+    / "agents"
+    / "openhands"
+    / "v1"
+    / "11111111222233334444555555555555"
+    / "events"
+    / "event-00003-005e0000-0000-0040-0080-000000000003.json",
+    "openhands_legacy": DATA / "agents" / "openhands" / "legacy" / "basic_interactions.json",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
@@ -205,7 +237,32 @@ def byte_mutation(draw: st.DrawFn, raw: bytes) -> bytes:
     return packed[:cut]
 
 
+def _members(raw: bytes) -> list[tuple[str, bytes]]:
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        return [(info.filename, archive.read(info)) for info in archive.infolist()]
+
+
+def _zipped(members: list[tuple[str, bytes]]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members:
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2025, 1, 1, 0, 0, 0)), data)
+    return out.getvalue()
+
+
+@st.composite
+def member_mutation(draw: st.DrawFn, raw: bytes) -> bytes:
+    """A ZIP container (Inspect .eval) with one member mutated, rezipped whole."""
+    members = _members(raw)
+    i = draw(st.integers(0, len(members) - 1))
+    name, data = members[i]
+    members[i] = (name, draw(st.one_of(byte_mutation(data), field_mutation(data))))
+    return _zipped(members)
+
+
 def mutation(raw: bytes) -> st.SearchStrategy[bytes]:
+    if raw.startswith(b"PK\x03\x04"):
+        return st.one_of(byte_mutation(raw), member_mutation(raw))
     return st.one_of(byte_mutation(raw), field_mutation(raw))
 
 
@@ -258,6 +315,8 @@ def plant(value: Any, counter: list[int]) -> Any:
 def planted(raw: bytes) -> bytes:
     """The seed with secrets in every string of every record (JSON, JSONL, SSE or text)."""
     counter = [0]
+    if raw.startswith(b"PK\x03\x04"):  # a ZIP container: every member planted
+        return _zipped([(name, planted(data)) for name, data in _members(raw)])
     text = raw.decode("utf-8")
     try:
         return _encode(dumps(plant(json.loads(text), counter)))

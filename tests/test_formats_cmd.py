@@ -67,10 +67,9 @@ def test_declarations_cover_every_column_the_test_data_fills():
     import polars as pl
 
     import forensics
+    from forensics.config import Settings
 
     from conftest import DATA, ROOT
-
-    from forensics.config import Settings
 
     # Fusion off: what each format fills by itself, not what another artifact lent it.
     result = forensics.scan([str(DATA), str(ROOT / "sample_logs")], settings=Settings(fuse=False))
