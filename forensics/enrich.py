@@ -11,7 +11,7 @@ import zlib
 import polars as pl
 import pyarrow as pa
 
-from forensics import markers, schema
+from forensics import markers, schema, textcalls
 
 # Repetition measures need enough text to be reliable (failure-catalogue §4.2): compression
 # headers dominate short strings, and a few words say nothing about similarity.
@@ -268,4 +268,21 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
         pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
     )
     df = _request_keys(_tool_markup(df))
+    df = _text_calls(df)
     return df.select(schema.TURNS.names)
+
+
+_TEXT_CALL = pl.Struct({"name": pl.String, "arguments": pl.String, "error": pl.String})
+
+
+def _text_calls(df: pl.DataFrame) -> pl.DataFrame:
+    """text_call_format / text_calls of assistant turns: tool calls written in the visible
+    text by a text-protocol agent, parsed the way its harness parses them (textcalls.py)."""
+    texts = df.select(
+        pl.when(pl.col("role") == "assistant").then(pl.col("visible_text")).alias("t")
+    )["t"]
+    found = [textcalls.parse(t) for t in texts]
+    return df.with_columns(
+        pl.Series("text_call_format", [f[0] if f else None for f in found], dtype=pl.String),
+        pl.Series("text_calls", [f[1] if f else None for f in found], dtype=pl.List(_TEXT_CALL)),
+    )
