@@ -284,8 +284,8 @@ DERIVED_COLUMNS: list[Column] = [
         pa.string(),
         "Assistant turns: the text protocol of a tool call written in the visible text "
         "(forensics/textcalls.py): react_action (tau-bench ReAct/Act `Action: {json}`), "
-        "react_action_input (`Action:` + `Action Input:`), json_action ({\"action\"|\"name\": …, "
-        "\"arguments\"|\"action_input\"|…: …}), tool_code (```tool_code fence of Python "
+        'react_action_input (`Action:` + `Action Input:`), json_action ({"action"|"name": …, '
+        '"arguments"|"action_input"|…: …}), tool_code (```tool_code fence of Python '
         "calls), mistral_tool_calls ([TOOL_CALLS]), llama_python_tag (<|python_tag|>). NULL: none.",
     ),
     Column(
