@@ -562,3 +562,49 @@ CATALOGUE_FACTS = {
     "message-format-violation": _format_facts,
     "user-sim-early-stop": _early_stop_facts,
 }
+
+
+# --- Turn-level causes of rule catalogue v2 (issue 13) and text tool calls (issue 12) -------
+
+
+def _text_call_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    formats = _counts([d.get("format") for d in data if d.get("format")])
+    errors = [
+        c["error"]
+        for calls in hit["text_calls"].drop_nulls().to_list()
+        for c in calls
+        if c["error"]
+    ]
+    respond = sum(1 for d in data if d.get("name") == "respond")
+    return {
+        "invalid_turns": found.height,
+        "unrun_turns": found.height,
+        "models_text": _models_text(hit),
+        "formats_text": ", ".join(f"{f} ×{n}" for f, n in formats),
+        "first_error": errors[0] if errors else "see the findings",
+        "respond_turns": respond,
+        "respond_unquoted": respond > 0,
+    }
+
+
+def _control_token_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    tokens = _counts([d["token"] for d in data if d.get("token")])
+    glued = sum(1 for d in data if d.get("harmony_glued"))
+    return {
+        "token_turns": sum(1 for d in data if d.get("token")),
+        "tokens_text": ", ".join(f"{t} ×{n}" for t, n in tokens[:5]),
+        "has_tokens": bool(tokens),
+        "glued_turns": glued,
+        "has_glued": glued > 0,
+    }
+
+
+CATALOGUE_FACTS.update(
+    {
+        "invalid-text-tool-call": _text_call_facts,
+        "text-call-not-executed": _text_call_facts,
+        "control-token-leak": _control_token_facts,
+    }
+)

@@ -84,8 +84,9 @@ TOOL_MARKUP: list[ToolMarkup] = [
     ToolMarkup(
         "openai",
         "gpt-oss",
-        r"(?s)<\|channel\|>commentary|to=functions\.[\w-]+|<\|constrain\|>|<\|call\|>"
-        r"|^\s*analysis.*?assistantfinal",
+        # Harmony text without a call (`analysis…assistantfinal…`) is reasoning shown as the
+        # answer, control-token-leak's finding; stripped calls keep `to=functions.`.
+        r"(?s)<\|channel\|>commentary|to=functions\.[\w-]+|<\|constrain\|>|<\|call\|>",
     ),
     ToolMarkup(
         "qwen3_coder",

@@ -32,6 +32,11 @@ GATE = re.compile(
     r'(?m)^[ \t]*Action:|```tool_code|\[TOOL_CALLS\]|<\|python_tag\|>|"action"\s*:|'
     r'^\s*(?:```(?:json)?\s*)?\{\s*"name"\s*:'
 )
+# A marker only starts a call when a payload follows it: prose that names `[TOOL_CALLS]` or
+# writes `Action: …` in words is no call.
+_MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(?:\[\s*\{|[\w.\-]+(?:\[ARGS\])?\s*\{)")
+_PYTHON_TAG = re.compile(r"<\|python_tag\|>\s*(?:\{|[A-Za-z_][\w.]*\()")
+_PAYLOAD_START = ("{", "[", "```")
 _ACTION = re.compile(r"(?m)^[ \t]*Action:[ \t]*")
 _ACTION_INPUT = re.compile(r"(?m)^[ \t]*Action Input:[ \t]*")
 # Where a LangChain action input ends: the next protocol label.
@@ -96,8 +101,9 @@ def _langchain(text: str, name: str) -> dict[str, str | None]:
     return _call(name, (rest[: end.start()] if end else rest).strip(), None)
 
 
-def _react(text: str) -> list[dict[str, str | None]]:
-    """The call after the last `Action:` label, parsed as its harness parses it."""
+def _react(text: str) -> list[dict[str, str | None]] | None:
+    """The call after the last `Action:` label, parsed as its harness parses it; None when
+    what follows the label is words, not a payload."""
     last = list(_ACTION.finditer(text))[-1]
     after = text[last.end() :]
     first_line = after.split("\n", 1)[0].strip()
@@ -106,6 +112,8 @@ def _react(text: str) -> list[dict[str, str | None]]:
     # What follows the payload on later lines (an invented Observation) is not part of it.
     observation = _NEXT_LABEL.search(after)
     payload = after[: observation.start()] if observation else after
+    if not payload.strip().startswith(_PAYLOAD_START):
+        return None
     return [_tau_action(payload)]
 
 
@@ -224,12 +232,14 @@ def parse(text: str | None) -> tuple[str, list[dict[str, str | None]]] | None:
 def _parse(text: str) -> tuple[str, list[dict[str, str | None]]] | None:
     if _ACTION.search(text):
         calls = _react(text)
+        if calls is None:
+            return None
         last = list(_ACTION.finditer(text))[-1]
         fmt = LANGCHAIN if _ACTION_INPUT.search(text[last.end() :]) else REACT
         return fmt, calls
-    if "[TOOL_CALLS]" in text:
-        return MISTRAL, _mistral(text)
-    if "<|python_tag|>" in text:
+    if mistral := _MISTRAL.search(text):
+        return MISTRAL, _mistral(text[mistral.start() :])
+    if _PYTHON_TAG.search(text):
         return PYTHON_TAG, _python_tag(text)
     for fence in _FENCE.finditer(text):
         kind, body = fence.group(1), fence.group(2)

@@ -1444,6 +1444,140 @@ def plant_format(rng, traj):
     return out
 
 
+# --- text tool calls (issue 12 item 8) and control tokens (issue 13) --------------------------
+
+# What a user simulator says when the agent's turn ran nothing and showed it a call instead.
+WAITING = [
+    "Hello? Did that go through?",
+    "Are you still there? I'm waiting for an update on this.",
+    "Okay... so what happens now?",
+]
+
+
+def _text_protocol(turn: dict[str, Any], content: str) -> dict[str, Any]:
+    """The turn as a text-protocol agent writes it: no tools attached, no structured call."""
+    return reply(turn, content=content, tools_attached=False, finish_reason_raw="stop")
+
+
+def plant_text_calls(rng, traj):
+    """A call written as text the way tau-bench's ReAct/Act agents (chat_react_agent.py) and
+    Gemma's tool_code prompts write it: malformed (the respond example's unquoted name, JSON cut
+    off, a tool_code call never closed) or well-formed but answered by the user, not a tool."""
+    if traj["episode"]["labels"].get("agent_implementation") == "llm_agent_solo":
+        return []
+    out = []
+    ks = agent_turns(traj, calls=True)
+    texts = agent_turns(traj, calls=False, text=True)
+    if texts:
+        k = rng.choice(texts)
+        t = cut(traj, k)
+        answer = json.dumps(_text(traj["turns"][k]))
+        t["turns"][k] = _text_protocol(
+            traj["turns"][k],
+            'Thought:\nI can answer the user now.\nAction:\n{"name": respond, "arguments": '
+            f'{{"content": {answer}}}}}',
+        )
+        out.append(
+            case(
+                "planted",
+                "text-call-respond-unquoted",
+                t,
+                [("invalid-text-tool-call", k)],
+                "tau-bench ReAct respond with the prompt's unquoted name",
+                focus=k,
+            )
+        )
+    if not ks:
+        return out
+    k = rng.choice(ks)
+    call = traj["turns"][k]["tool_calls"][0]
+    args = args_of(call)
+    action = json.dumps({"name": call["name"], "arguments": args})
+    variant = rng.choice(["react", "act", "tool_code"])
+    if variant == "tool_code":
+        params = ", ".join(f"{key}={value!r}" for key, value in args.items())
+        good = f"I'll take care of that.\n```tool_code\n{call['name']}({params})\n```"
+        bad = f"I'll take care of that.\n```tool_code\n{call['name']}({params}\n```"
+    else:
+        head = "Thought:\nI should call the tool now.\n" if variant == "react" else ""
+        good = f"{head}Action:\n{action}"
+        bad = f"{head}Action:\n{action[: rng.randint(len(action) // 3, len(action) - 2)]}"
+    # Malformed: the harness cannot run it.
+    t = cut(traj, k)
+    t["turns"][k] = _text_protocol(traj["turns"][k], bad)
+    out.append(
+        case(
+            "planted",
+            f"text-call-invalid-{variant}",
+            t,
+            [("invalid-text-tool-call", k)],
+            f"{variant} call that does not parse",
+            focus=k,
+        )
+    )
+    # Well-formed, but the next message is the user's: no tool read it.
+    t = cut(traj, k)
+    t["turns"][k] = _text_protocol(traj["turns"][k], good)
+    t["turns"].append({"role": "user", "actor": "user_sim", "content": rng.choice(WAITING)})
+    out.append(
+        case(
+            "planted",
+            f"text-call-unrun-{variant}",
+            t,
+            [("text-tool-call-not-executed", k)],
+            f"{variant} call answered by the user",
+            focus=k,
+        )
+    )
+    # Near miss: the same call, run by the harness (its real tool result follows).
+    following = traj["turns"][k + 1] if k + 1 < len(traj["turns"]) else None
+    if following is not None and following.get("role") == "tool":
+        n = cut(traj, k + 1)
+        n["turns"][k] = _text_protocol(traj["turns"][k], good)
+        out.append(
+            case("planted", f"text-call-run-{variant}", n, [], "call with its result", focus=k)
+        )
+    return out
+
+
+CONTROL_TAILS = [
+    "<|im_end|>\n<|im_start|>user\nThanks, that helps.",
+    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nOkay.",
+    "<|endoftext|>Human: thanks",
+    "<end_of_turn>\n<start_of_turn>user\nok",
+]
+
+
+def plant_control_tokens(rng, traj):
+    """An agent reply that runs past its end-of-turn token (ollama #2673, #12459), or gpt-oss
+    harmony text whose tokens were stripped (analysis…assistantfinal…, macprovider #743)."""
+    ks = [k for k in agent_turns(traj, calls=False, text=True) if _text(traj["turns"][k])]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    text = _text(traj["turns"][k])
+    variant = rng.choice(["tail", "harmony"])
+    t = cut(traj, k)
+    if variant == "tail":
+        t["turns"][k]["content"] = text + rng.choice(CONTROL_TAILS)
+    else:
+        why = thinking(traj, k, rng, 30)
+        t["turns"][k]["content"] = f"analysis{why}assistantfinal{text}"
+    near = cut(traj, k)
+    near["turns"][k]["content"] = "Based on my analysis, here is the final answer. " + text
+    return [
+        case(
+            "planted",
+            f"control-token-{variant}",
+            t,
+            [("control-token-leak", k)],
+            f"control token leak ({variant})",
+            focus=k,
+        ),
+        case("planted", "control-token-words", near, [], "the words analysis and final", focus=k),
+    ]
+
+
 PLANTS: list[tuple[Plant, int]] = [
     (plant_markup, 3),
     (plant_markup_elsewhere, 1),
@@ -1468,6 +1602,8 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_loop, 2),
     (plant_leak, 1),
     (plant_format, 1),
+    (plant_text_calls, 2),
+    (plant_control_tokens, 1),
 ]
 
 
