@@ -299,6 +299,7 @@ def _tool_markup_facts(hit, found, labels, facts) -> dict[str, Any]:
         "reasoning_turns": where.count("reasoning"),
         "unwrapped": markers.UNWRAPPED_JSON in dict(formats),
         "unwrapped_turns": dict(formats).get(markers.UNWRAPPED_JSON, 0),
+        "tool_code": any("```tool_code" in (c or "") for c in hit["content"].to_list()),
     }
 
 

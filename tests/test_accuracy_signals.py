@@ -79,6 +79,9 @@ VARIANTS = {
     "granite": '<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]',  # 3.1+
     "llama3_json": '{"name": "web_search", "parameters": {"query": "你好"}}',  # no python_tag
     "glm47": "<tool_call>list_all_product_types</tool_call>",  # a call without arguments
+    # Gemma 3's tool_code fence after prose (vllm #14734)
+    "pythonic": "I can help with that. Let me filter the dataframe.\n```tool_code\n"
+    '[filter_dataframe_by_search_term(search_term="ACME")]\n```',
 }
 NOT_MARKUP = [
     "You can call tools with the <tool_call> tag; I will not do that here.",
