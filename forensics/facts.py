@@ -602,8 +602,17 @@ def _control_token_facts(hit, found, labels, facts) -> dict[str, Any]:
     }
 
 
+def _stop_reason_facts(hit, found, labels, facts) -> dict[str, Any]:
+    reasons = _counts([d["reason"] for d in details(found) if d.get("reason")])
+    return {
+        "stopped_turns": found.height,
+        "reasons_text": ", ".join(f"{r} ×{n}" for r, n in reasons),
+    }
+
+
 CATALOGUE_FACTS.update(
     {
+        "provider-stop-reasons": _stop_reason_facts,
         "invalid-text-tool-call": _text_call_facts,
         "text-call-not-executed": _text_call_facts,
         "control-token-leak": _control_token_facts,

@@ -1578,6 +1578,41 @@ def plant_control_tokens(rng, traj):
     ]
 
 
+STOP_REASONS = [
+    ("pause_turn", "claude-sonnet-4-20250514"),
+    ("MISSING_THOUGHT_SIGNATURE", "gemini-3-pro-preview"),
+    ("OTHER", "gemini-2.5-flash"),
+    ("MALFORMED_RESPONSE", "gemini-2.5-pro"),
+    ("repetition", "Qwen/Qwen3-8B"),
+]
+
+
+def plant_stop_reasons(rng, traj):
+    """A turn the provider ended for a reason that looks like a normal stop (formats-api §1.4,
+    Anthropic stop reasons, vLLM repetition detection); near miss: the same turn with end_turn."""
+    ks = agent_turns(traj, text=True)
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    reason, model = rng.choice(STOP_REASONS)
+    turn = traj["turns"][k]
+    t = cut(traj, k)
+    t["turns"][k] = dict(turn, finish_reason_raw=reason, model=model, http_status=200)
+    near = cut(traj, k)
+    near["turns"][k] = dict(turn, finish_reason_raw="end_turn", model=model, http_status=200)
+    return [
+        case(
+            "planted",
+            f"stop-reason-{reason.lower()}",
+            t,
+            [("provider-stop-reasons", k)],
+            f"finish reason {reason}",
+            focus=k,
+        ),
+        case("planted", "stop-reason-end-turn", near, [], "a normal end_turn", focus=k),
+    ]
+
+
 PLANTS: list[tuple[Plant, int]] = [
     (plant_markup, 3),
     (plant_markup_elsewhere, 1),
@@ -1604,6 +1639,7 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_format, 1),
     (plant_text_calls, 2),
     (plant_control_tokens, 1),
+    (plant_stop_reasons, 1),
 ]
 
 
