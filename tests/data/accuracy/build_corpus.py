@@ -1613,6 +1613,47 @@ def plant_stop_reasons(rng, traj):
     ]
 
 
+def plant_hidden_length(rng, traj):
+    """A call cut by max_tokens that the server reports as finish reason tool_calls (DeepSeek-V4
+    on vLLM, routers that rewrite length; MiaAI-Lab DeepSeek-v4-Flash #55, hermes-agent #7693)."""
+    ks = [
+        k
+        for k in agent_turns(traj, calls=True)
+        if len(traj["turns"][k]["tool_calls"][0].get("arguments") or "") > 6
+    ]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    call = dict(traj["turns"][k]["tool_calls"][0])
+    cap = rng.choice([256, 512, 1024])
+    variant = rng.choice(["args-cut", "at-cap"])
+    t = cut(traj, k)
+    expect = [("length-as-tool-calls", k)]
+    if variant == "args-cut":
+        arguments = call["arguments"]
+        end = rng.randint(2, len(arguments) - 2)
+        while arguments[:end].rstrip()[-1:] in ("}", "]"):
+            end -= 1
+        call["arguments"] = arguments[:end]
+        expect.append(("malformed-tool-call", k))
+    fields = dict(tool_calls=[call], finish_reason_raw="tool_calls", output_tokens=cap)
+    t["turns"][k] = reply(traj["turns"][k], max_output_tokens=cap, **fields)
+    near = cut(traj, k)
+    near["turns"][k] = reply(
+        traj["turns"][k],
+        tool_calls=[dict(traj["turns"][k]["tool_calls"][0])],
+        finish_reason_raw="tool_calls",
+        output_tokens=rng.randint(20, cap // 2),
+        max_output_tokens=cap,
+    )
+    return [
+        case(
+            "planted", f"hidden-length-{variant}", t, expect, "length stop as tool_calls", focus=k
+        ),
+        case("planted", "hidden-length-under-cap", near, [], "a call well under the cap", focus=k),
+    ]
+
+
 PLANTS: list[tuple[Plant, int]] = [
     (plant_markup, 3),
     (plant_markup_elsewhere, 1),
@@ -1640,6 +1681,7 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_text_calls, 2),
     (plant_control_tokens, 1),
     (plant_stop_reasons, 1),
+    (plant_hidden_length, 1),
 ]
 
 
