@@ -1654,6 +1654,43 @@ def plant_hidden_length(rng, traj):
     ]
 
 
+def plant_none_and_observation(rng, traj):
+    """A harness that wrote a null content as the text None (ai-agent-book #739), and a ReAct
+    turn that writes its own Observation after the action (llama_index #11518, #12865)."""
+    out = []
+    ks = [
+        k
+        for k in agent_turns(traj, calls=True)
+        if k + 1 < len(traj["turns"]) and traj["turns"][k + 1].get("role") == "tool"
+    ]
+    if not ks:
+        return out
+    k = rng.choice(ks)
+    if not traj["episode"]["source_format"].startswith("tau2"):
+        t = cut(traj, k + 1)
+        t["turns"][k] = dict(t["turns"][k], content="None")
+        out.append(case("planted", "none-content", t, [("none-content", k)], "str(None)", focus=k))
+    call = traj["turns"][k]["tool_calls"][0]
+    action = json.dumps({"name": call["name"], "arguments": args_of(call)})
+    result = _text(traj["turns"][k + 1])[:120] or "{}"
+    t = cut(traj, k + 1)
+    t["turns"][k] = _text_protocol(
+        traj["turns"][k],
+        f"Thought:\nI should call the tool.\nAction:\n{action}\nObservation: {result}",
+    )
+    out.append(
+        case(
+            "planted",
+            "fabricated-observation",
+            t,
+            [("fabricated-observation", k)],
+            "observation written by the model",
+            focus=k,
+        )
+    )
+    return out
+
+
 PLANTS: list[tuple[Plant, int]] = [
     (plant_markup, 3),
     (plant_markup_elsewhere, 1),
@@ -1682,6 +1719,7 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_control_tokens, 1),
     (plant_stop_reasons, 1),
     (plant_hidden_length, 1),
+    (plant_none_and_observation, 1),
 ]
 
 
