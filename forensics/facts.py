@@ -610,8 +610,25 @@ def _stop_reason_facts(hit, found, labels, facts) -> dict[str, Any]:
     }
 
 
+_ID_KINDS = {
+    1: "duplicate ids in a turn",
+    2: "ids made of the function name",
+    3: "calls without a result",
+    4: "results without a call",
+}
+
+
+def _tool_call_id_facts(hit, found, labels, facts) -> dict[str, Any]:
+    kinds = _counts([_ID_KINDS.get(d.get("kind"), "other") for d in details(found)])
+    return {
+        "id_turns": found.height,
+        "kinds_text": ", ".join(f"{k} ×{n}" for k, n in kinds),
+    }
+
+
 CATALOGUE_FACTS.update(
     {
+        "tool-call-ids": _tool_call_id_facts,
         "provider-stop-reasons": _stop_reason_facts,
         "invalid-text-tool-call": _text_call_facts,
         "text-call-not-executed": _text_call_facts,

@@ -197,6 +197,14 @@ TURN_COLUMNS: list[Column] = [
         "walked. NULL without the request.",
         redact=True,
     ),
+    Column(
+        "tool_call_id",
+        pa.string(),
+        "Tool results: the id of the call the result answers (OpenAI tool_call_id, Anthropic "
+        "tool_use_id, Gemini functionResponse.id, tau2's tool message id). NULL otherwise or "
+        "when the source keeps none.",
+        redact=True,
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import itertools
 import json
 import random
 import re
@@ -155,6 +156,23 @@ def implied(traj: dict[str, Any]) -> set[tuple[str, int]]:
             and (status is None or 200 <= status < 300)
         ):
             out.add(("message-format-violation", i))
+    out |= _unanswered_calls(traj["turns"])
+    return out
+
+
+def _unanswered_calls(turns: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """Turns whose calls (with ids) get no result before the next assistant turn, in a
+    conversation whose results carry call ids (a plant that copies a turn with parallel calls
+    and only the first result, as the recorded tau2 run shows them, makes one)."""
+    if not any(t.get("role") == "tool" and t.get("tool_call_id") for t in turns):
+        return set()
+    assistants = [i for i, t in enumerate(turns) if t.get("role") == "assistant"]
+    out = set()
+    for i, j in itertools.pairwise(assistants):
+        ids = {c.get("id") for c in turns[i].get("tool_calls") or [] if c.get("id")}
+        answered = {t.get("tool_call_id") for t in turns[i + 1 : j] if t.get("role") == "tool"}
+        if ids - answered:
+            out.add(("tool-call-ids", i))
     return out
 
 
@@ -1454,6 +1472,11 @@ WAITING = [
 ]
 
 
+def _no_call_id(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result as a text-protocol harness logs it: no call id to answer."""
+    return {k: v for k, v in result.items() if k != "tool_call_id"}
+
+
 def _text_protocol(turn: dict[str, Any], content: str) -> dict[str, Any]:
     """The turn as a text-protocol agent writes it: no tools attached, no structured call."""
     return reply(turn, content=content, tools_attached=False, finish_reason_raw="stop")
@@ -1534,6 +1557,7 @@ def plant_text_calls(rng, traj):
     if following is not None and following.get("role") == "tool":
         n = cut(traj, k + 1)
         n["turns"][k] = _text_protocol(traj["turns"][k], good)
+        n["turns"][k + 1] = _no_call_id(n["turns"][k + 1])
         out.append(
             case("planted", f"text-call-run-{variant}", n, [], "call with its result", focus=k)
         )
@@ -1674,6 +1698,7 @@ def plant_none_and_observation(rng, traj):
     action = json.dumps({"name": call["name"], "arguments": args_of(call)})
     result = _text(traj["turns"][k + 1])[:120] or "{}"
     t = cut(traj, k + 1)
+    t["turns"][k + 1] = _no_call_id(t["turns"][k + 1])
     t["turns"][k] = _text_protocol(
         traj["turns"][k],
         f"Thought:\nI should call the tool.\nAction:\n{action}\nObservation: {result}",
@@ -1689,6 +1714,46 @@ def plant_none_and_observation(rng, traj):
         )
     )
     return out
+
+
+def plant_call_ids(rng, traj):
+    """Calls and results that do not pair by id: two calls of a turn sharing an id (claude-code
+    #20693), an id made of the function name (brainlid/langchain #620), a parallel call that
+    got no result (smolagents #2768); near miss: the turn as recorded."""
+    ks = [
+        k
+        for k in agent_turns(traj, calls=True)
+        if k + 2 < len(traj["turns"])
+        and traj["turns"][k + 1].get("role") == "tool"
+        and traj["turns"][k + 1].get("tool_call_id")
+        and len(traj["turns"][k]["tool_calls"]) == 1
+        and traj["turns"][k]["tool_calls"][0].get("id")
+    ]
+    nexts = {k: next((j for j in agent_turns(traj) if j > k + 1), None) for k in ks}
+    ks = [k for k in ks if nexts[k] is not None]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    j = nexts[k]
+    call = dict(traj["turns"][k]["tool_calls"][0])
+    result = traj["turns"][k + 1]
+    variant = rng.choice(["duplicate", "name", "dropped"])
+    t = cut(traj, j)
+    if variant == "duplicate":
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[call, dict(call)])
+        t["turns"].insert(k + 2, dict(result))
+        j += 1
+    elif variant == "name":
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[dict(call, id=call["name"])])
+        t["turns"][k + 1] = dict(result, tool_call_id=call["name"])
+    else:
+        extra = dict(call, id=(call.get("id") or "call") + "_2")
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[call, extra])
+    near = cut(traj, j if variant != "duplicate" else j - 1)
+    return [
+        case("planted", f"call-ids-{variant}", t, [("tool-call-ids", k)], variant, focus=k),
+        case("planted", "call-ids-as-recorded", near, [], "ids as recorded", focus=k),
+    ]
 
 
 PLANTS: list[tuple[Plant, int]] = [
@@ -1720,6 +1785,7 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_stop_reasons, 1),
     (plant_hidden_length, 1),
     (plant_none_and_observation, 1),
+    (plant_call_ids, 2),
 ]
 
 
