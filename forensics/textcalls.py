@@ -109,12 +109,11 @@ def _react(text: str) -> list[dict[str, str | None]] | None:
     first_line = after.split("\n", 1)[0].strip()
     if _ACTION_INPUT.search(after) and first_line and not first_line.startswith(("{", "`")):
         return [_langchain(after, first_line)]
-    # What follows the payload on later lines (an invented Observation) is not part of it.
-    observation = _NEXT_LABEL.search(after)
-    payload = after[: observation.start()] if observation else after
-    if not payload.strip().startswith(_PAYLOAD_START):
+    # tau-bench parses everything after the label: text after the payload (an Observation the
+    # model invented) makes json.loads fail with "Extra data", and the call is lost.
+    if not after.strip().startswith(_PAYLOAD_START):
         return None
-    return [_tau_action(payload)]
+    return [_tau_action(after)]
 
 
 def _literal(node: ast.expr) -> Any:

@@ -1708,7 +1708,8 @@ def plant_none_and_observation(rng, traj):
             "planted",
             "fabricated-observation",
             t,
-            [("fabricated-observation", k)],
+            # tau-bench's parser reads the invented Observation as part of the JSON
+            [("fabricated-observation", k), ("invalid-text-tool-call", k)],
             "observation written by the model",
             focus=k,
         )
