@@ -626,8 +626,20 @@ def _tool_call_id_facts(hit, found, labels, facts) -> dict[str, Any]:
     }
 
 
+def _not_offered_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    tools = _counts([t for d in data for t in d.get("tools") or []])
+    user = sum(1 for d in data if d.get("kind") == "user")
+    return {
+        "tools_text": ", ".join(f"{t} ×{n}" for t, n in tools[:5]),
+        "user_tool_turns": user,
+        "user_tools": user > 0,
+    }
+
+
 CATALOGUE_FACTS.update(
     {
+        "tool-not-offered": _not_offered_facts,
         "tool-call-ids": _tool_call_id_facts,
         "provider-stop-reasons": _stop_reason_facts,
         "invalid-text-tool-call": _text_call_facts,

@@ -205,6 +205,14 @@ TURN_COLUMNS: list[Column] = [
         "when the source keeps none.",
         redact=True,
     ),
+    Column(
+        "offered_tools",
+        pa.list_(pa.string()),
+        "Names of the tools the request offered (OpenAI tools[].function.name and functions[], "
+        "Anthropic and Responses tools[].name, Gemini functionDeclarations[].name), sorted. "
+        "NULL when the request was not captured.",
+        redact=True,
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.

@@ -1757,6 +1757,50 @@ def plant_call_ids(rng, traj):
     ]
 
 
+def plant_tool_not_offered(rng, traj):
+    """A call to a tool the captured request did not offer (an undeclared function, pydantic-ai's
+    Vertex cassette without the provider's verdict), or in tau2 telecom the agent calling one of
+    the user simulator's device tools; near miss: the same call, offered."""
+    ks = agent_turns(traj, calls=True)
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    call = dict(traj["turns"][k]["tool_calls"][0])
+    names = sorted(
+        {
+            c["name"]
+            for t in traj["turns"]
+            if t.get("actor") == "agent"
+            for c in t.get("tool_calls") or []
+        }
+    )
+    user_tools = sorted(
+        {
+            c["name"]
+            # the user's calls the case keeps: before the turn, inside the window
+            for t in traj["turns"][max(0, k - WINDOW) : k]
+            if t.get("actor") == "user_sim"
+            for c in t.get("tool_calls") or []
+        }
+        - set(names)
+    )
+    t = cut(traj, k)
+    near = cut(traj, k)
+    if user_tools and traj["episode"]["source_format"].startswith("tau2"):
+        name = rng.choice(user_tools)
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[dict(call, name=name, arguments="{}")])
+        variant = "user-tool"
+    else:
+        offered = [n for n in names if n != call["name"]] or ["get_user_details"]
+        t["turns"][k] = dict(t["turns"][k], offered_tools=offered)
+        near["turns"][k] = dict(near["turns"][k], offered_tools=sorted({*offered, call["name"]}))
+        variant = "undeclared"
+    return [
+        case("planted", f"not-offered-{variant}", t, [("tool-not-offered", k)], variant, focus=k),
+        case("planted", "not-offered-offered", near, [], "the call was offered", focus=k),
+    ]
+
+
 PLANTS: list[tuple[Plant, int]] = [
     (plant_markup, 3),
     (plant_markup_elsewhere, 1),
@@ -1787,6 +1831,7 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_hidden_length, 1),
     (plant_none_and_observation, 1),
     (plant_call_ids, 2),
+    (plant_tool_not_offered, 1),
 ]
 
 
