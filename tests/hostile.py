@@ -39,12 +39,16 @@ SEEDS: dict[str, Path] = {
     "capture_sse": DATA / "capture" / "streams.sse",
     "har": DATA / "capture" / "agent.har",
     "litellm": DATA / "capture" / "litellm_logs.jsonl",
+    # tau-bench results of a ReAct agent: tool calls written as text (enrich parses them)
+    "tau_bench_react": DATA
+    / "textcalls"
+    / "react-llama-3.1-8b-instruct-0.0_range_0-2_user-gpt-4o-llm_1118113344.json",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
 LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm"}
 # Formats whose records are the elements of a top-level array.
-ARRAY_FORMATS = {"tau_bench_results"}
+ARRAY_FORMATS = {"tau_bench_results", "tau_bench_react"}
 
 HUGE = 2**70
 DEEP = 3000
