@@ -213,6 +213,13 @@ TURN_COLUMNS: list[Column] = [
         "NULL when the request was not captured.",
         redact=True,
     ),
+    Column(
+        "replayed",
+        pa.bool_(),
+        "Captured API traffic: true for a message taken from a request's history (the client "
+        "sent it again), false for a response the capture holds. NULL for sources without "
+        "requests (results files, logs).",
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.
