@@ -275,7 +275,6 @@ def _tool_markup_facts(hit, found, labels, facts) -> dict[str, Any]:
     formats = _counts(hit["tool_markup_format"].drop_nulls().to_list())
     parsers = [f for f, _ in formats if f != markers.UNWRAPPED_JSON]
     parser = parsers[0] if parsers else None
-    where = hit["tool_markup_in"].to_list()
     server = labels.get("server.tool_call_parser")
     shown = [f"{_plural(n, 'turn')} of {f}" for f, n in formats[:4]]
     if len(formats) > 4:
@@ -295,8 +294,6 @@ def _tool_markup_facts(hit, found, labels, facts) -> dict[str, Any]:
         ),
         "needs_template": parser in TEMPLATE_PARSERS,
         "special_tokens": parser in SPECIAL_TOKEN_PARSERS,
-        "in_reasoning": "reasoning" in where,
-        "reasoning_turns": where.count("reasoning"),
         "unwrapped": markers.UNWRAPPED_JSON in dict(formats),
         "unwrapped_turns": dict(formats).get(markers.UNWRAPPED_JSON, 0),
         "tool_code": any("```tool_code" in (c or "") for c in hit["content"].to_list()),
@@ -637,8 +634,22 @@ def _not_offered_facts(hit, found, labels, facts) -> dict[str, Any]:
     }
 
 
+def _call_in_reasoning_facts(hit, found, labels, facts) -> dict[str, Any]:
+    formats = _counts([d["format"] for d in details(found) if d.get("format")])
+    model = next(iter(hit["model"].drop_nulls().to_list()), None)
+    return {
+        "reasoning_turns": found.height,
+        "models_text": _models_text(hit),
+        "formats_text": ", ".join(f"{f} markup ×{n}" for f, n in formats) or "tool-call markup",
+        "reasoning_parser": match_model(REASONING_PARSERS, model) or "<family>",
+        "thinking_switch": match_model(THINKING_SWITCHES, model)
+        or "the server's per-request thinking switch",
+    }
+
+
 CATALOGUE_FACTS.update(
     {
+        "tool-call-in-reasoning": _call_in_reasoning_facts,
         "tool-not-offered": _not_offered_facts,
         "tool-call-ids": _tool_call_id_facts,
         "provider-stop-reasons": _stop_reason_facts,

@@ -515,7 +515,7 @@ def plant_markup_elsewhere(rng, traj):
             "planted",
             "markup-in-reasoning",
             t,
-            [("tool-markup-leak", k)],
+            [("tool-call-in-reasoning", k)],
             "call inside reasoning",
             format="qwen3_coder",
             focus=k,
