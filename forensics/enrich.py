@@ -277,12 +277,24 @@ _TEXT_CALL = pl.Struct({"name": pl.String, "arguments": pl.String, "error": pl.S
 
 def _text_calls(df: pl.DataFrame) -> pl.DataFrame:
     """text_call_format / text_calls of assistant turns: tool calls written in the visible
-    text by a text-protocol agent, parsed the way its harness parses them (textcalls.py)."""
-    texts = df.select(
-        pl.when(pl.col("role") == "assistant").then(pl.col("visible_text")).alias("t")
-    )["t"]
-    found = [textcalls.parse(t) for t in texts]
-    return df.with_columns(
-        pl.Series("text_call_format", [f[0] if f else None for f in found], dtype=pl.String),
-        pl.Series("text_calls", [f[1] if f else None for f in found], dtype=pl.List(_TEXT_CALL)),
+    text by a text-protocol agent, parsed the way its harness parses it (textcalls.py)."""
+    # The gate runs vectorised: only the few messages that may hold a call reach Python.
+    gated = (pl.col("role") == "assistant") & pl.col("visible_text").str.contains(
+        textcalls.GATE.pattern
+    )
+    rows = df.select(pl.arg_where(gated.fill_null(False)).alias("i"))["i"]
+    found = [textcalls.parse(t) for t in df["visible_text"].gather(rows)]
+    parsed = pl.DataFrame(
+        {
+            "_row": rows,
+            "text_call_format": pl.Series([f[0] if f else None for f in found], dtype=pl.String),
+            "text_calls": pl.Series(
+                [f[1] if f else None for f in found], dtype=pl.List(_TEXT_CALL)
+            ),
+        }
+    )
+    return (
+        df.with_row_index("_row")
+        .join(parsed, on="_row", how="left", maintain_order="left")
+        .drop("_row")
     )
