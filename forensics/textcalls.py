@@ -30,7 +30,8 @@ PYTHON_TAG = "llama_python_tag"
 # Cheap gate: a message with none of these is no text call (most messages).
 GATE = re.compile(
     r'(?m)^[ \t]*Action:|```tool_code|\[TOOL_CALLS\]|<\|python_tag\|>|"action"\s*:|'
-    r'^\s*(?:```(?:json)?\s*)?\{\s*"name"\s*:'
+    # [ \t], not \s: with (?m) a \s* at every line start would rescan the text (quadratic)
+    r'^[ \t]*(?:```(?:json)?\s*)?\{\s*"name"\s*:'
 )
 # A marker only starts a call when a payload follows it: prose that names `[TOOL_CALLS]` or
 # writes `Action: …` in words is no call.
@@ -42,7 +43,6 @@ _ACTION_INPUT = re.compile(r"(?m)^[ \t]*Action Input:[ \t]*")
 # Where a LangChain action input ends: the next protocol label.
 _NEXT_LABEL = re.compile(r"(?m)^[ \t]*(?:Observation|Thought|Action|Final Answer):")
 _FENCE = re.compile(r"(?s)```(json|tool_code|python)?[ \t]*\n?(.*?)```")
-_OPEN_FENCE = re.compile(r"(?s)^```(?:json)?\s*(.*?)\s*(?:```)?\s*$")
 _ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
 
 
@@ -76,11 +76,9 @@ def _object_call(value: Any) -> tuple[Any, Any] | None:
 
 
 def _tau_action(payload: str) -> dict[str, str | None]:
-    """tau-bench's parse: json.loads, then a mapping with "name" and "arguments"."""
+    """tau-bench's parse: json.loads of the stripped text (a code fence around it fails, as it
+    does there), then a mapping with "name" and "arguments"."""
     text = payload.strip()
-    fenced = _OPEN_FENCE.match(text)
-    if fenced and text.startswith("```"):
-        text = fenced.group(1)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -41,6 +41,8 @@ REACT_RUN = (
         ),
         # an invented Observation after the payload: tau-bench's json.loads fails (Extra data)
         ('Action:\n{"name": "f", "arguments": {}}\nObservation: 3', textcalls.REACT, "f", False),
+        # tau-bench runs json.loads on the stripped text: a code fence around the call fails
+        ('Action:\n```json\n{"name": "f", "arguments": {}}\n```', textcalls.REACT, "f", False),
         ("Thought: x\nAction: search\nAction Input: cats", textcalls.LANGCHAIN, "search", True),
         (
             '```json\n{"action": "get_order", "action_input": {"id": "1"}}\n```',
@@ -89,6 +91,7 @@ def test_parse_reads_each_protocol_as_its_harness_does(text, fmt, name, valid):
         '{\n  "message": "Your reservation EHGLP3 is confirmed."\n}',  # tau2 JSON-wrapped reply
         '```json\n{"name": "Ann Lee", "email": "ann@example.com"}\n```',  # data, not a call
         "Action:\n" + "[" * 100_000,  # nesting beyond the parser: no call, no crash
+        "\n" * 200_000 + "{",  # blank lines: the gate stays linear
     ],
 )
 def test_parse_leaves_prose_and_data_alone(text):
