@@ -9,7 +9,7 @@ test suite holds the pack to; tests/data/accuracy/README.md says how it was buil
      "trajectory": {columns of schema.TRAJECTORIES: reward, termination_reason, source_format,
                     labels as a mapping, …},
      "expect": [["rule-id", turn_index], …],     # every finding the pack must produce
-     "format": "hermes"}                          # optional: the parser tool-markup-leak names
+     "format": "hermes"}                          # optional: the parser the markup finding names
 
 Every case runs through enrich and the engine with the full pack, each its own trajectory. A
 finding listed in `expect` is a true positive, one that is not is a false positive, a listed one
@@ -40,6 +40,8 @@ from forensics.enrich import enrich
 from forensics.ingest.records import normalise_finish_reason
 
 PRECISION_FLOOR = {"hard": 1.0, "heuristic": 0.9}
+# The rules whose findings name a tool-call markup format (the `format` a plant expects).
+MARKUP_RULES = ("tool-markup-leak", "tool-call-in-reasoning")
 MIN_LABELLED = 8
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests/data/accuracy/corpus.jsonl.gz"
 _CASE_COLUMNS = {"source_path", "source_line", "run_id", "trajectory_id", "task_id", "trial"}
@@ -122,7 +124,7 @@ def load_corpus(path: Path) -> Corpus:
         )
         for rule, turn_index in case.get("expect") or []:
             expected.add((tid, rule, turn_index))
-            if rule == "tool-markup-leak" and case.get("format"):
+            if rule in MARKUP_RULES and case.get("format"):
                 formats[(tid, turn_index)] = case["format"]
     return Corpus(
         path=str(path),
@@ -208,7 +210,8 @@ def evaluate(corpus: Corpus, rules: list[engine.Rule] | None = None) -> Report:
         .iter_rows(named=True)
     }
     for (tid, turn_index), parser in sorted(corpus.formats.items()):
-        if (tid, "tool-markup-leak", turn_index) not in found:
+        # tool-call-in-reasoning names the markup it found in the reasoning the same way
+        if not {(tid, r, turn_index) for r in MARKUP_RULES} & set(found):
             continue
         report.formats_checked += 1
         if detected.get((tid, turn_index)) == parser:

@@ -11,7 +11,7 @@ import zlib
 import polars as pl
 import pyarrow as pa
 
-from forensics import markers, schema
+from forensics import markers, schema, textcalls
 
 # Repetition measures need enough text to be reliable (failure-catalogue §4.2): compression
 # headers dominate short strings, and a few words say nothing about similarity.
@@ -280,4 +280,33 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
         pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
     )
     df = _request_keys(_tool_markup(df))
+    df = _text_calls(df)
     return df.select(schema.TURNS.names)
+
+
+_TEXT_CALL = pl.Struct({"name": pl.String, "arguments": pl.String, "error": pl.String})
+
+
+def _text_calls(df: pl.DataFrame) -> pl.DataFrame:
+    """text_call_format / text_calls of assistant turns: tool calls written in the visible
+    text by a text-protocol agent, parsed the way its harness parses it (textcalls.py)."""
+    # The gate runs vectorised: only the few messages that may hold a call reach Python.
+    gated = (pl.col("role") == "assistant") & pl.col("visible_text").str.contains(
+        textcalls.GATE.pattern
+    )
+    rows = df.select(pl.arg_where(gated.fill_null(False)).alias("i"))["i"]
+    found = [textcalls.parse(t) for t in df["visible_text"].gather(rows)]
+    parsed = pl.DataFrame(
+        {
+            "_row": rows,
+            "text_call_format": pl.Series([f[0] if f else None for f in found], dtype=pl.String),
+            "text_calls": pl.Series(
+                [f[1] if f else None for f in found], dtype=pl.List(_TEXT_CALL)
+            ),
+        }
+    )
+    return (
+        df.with_row_index("_row")
+        .join(parsed, on="_row", how="left", maintain_order="left")
+        .drop("_row")
+    )

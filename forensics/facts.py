@@ -275,7 +275,6 @@ def _tool_markup_facts(hit, found, labels, facts) -> dict[str, Any]:
     formats = _counts(hit["tool_markup_format"].drop_nulls().to_list())
     parsers = [f for f, _ in formats if f != markers.UNWRAPPED_JSON]
     parser = parsers[0] if parsers else None
-    where = hit["tool_markup_in"].to_list()
     server = labels.get("server.tool_call_parser")
     shown = [f"{_plural(n, 'turn')} of {f}" for f, n in formats[:4]]
     if len(formats) > 4:
@@ -295,10 +294,9 @@ def _tool_markup_facts(hit, found, labels, facts) -> dict[str, Any]:
         ),
         "needs_template": parser in TEMPLATE_PARSERS,
         "special_tokens": parser in SPECIAL_TOKEN_PARSERS,
-        "in_reasoning": "reasoning" in where,
-        "reasoning_turns": where.count("reasoning"),
         "unwrapped": markers.UNWRAPPED_JSON in dict(formats),
         "unwrapped_turns": dict(formats).get(markers.UNWRAPPED_JSON, 0),
+        "tool_code": any("```tool_code" in (c or "") for c in hit["content"].to_list()),
     }
 
 
@@ -562,6 +560,104 @@ CATALOGUE_FACTS = {
     "message-format-violation": _format_facts,
     "user-sim-early-stop": _early_stop_facts,
 }
+
+
+# --- Turn-level causes of rule catalogue v2 (issue 13) and text tool calls (issue 12) -------
+
+
+def _text_call_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    formats = _counts([d.get("format") for d in data if d.get("format")])
+    errors = [
+        c["error"]
+        for calls in hit["text_calls"].drop_nulls().to_list()
+        for c in calls
+        if c["error"]
+    ]
+    respond = sum(1 for d in data if d.get("name") == "respond")
+    return {
+        "invalid_turns": found.height,
+        "unrun_turns": found.height,
+        "models_text": _models_text(hit),
+        "formats_text": ", ".join(f"{f} ×{n}" for f, n in formats),
+        "first_error": errors[0] if errors else "see the findings",
+        "respond_turns": respond,
+        "respond_unquoted": respond > 0,
+    }
+
+
+def _control_token_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    tokens = _counts([d["token"] for d in data if d.get("token")])
+    glued = sum(1 for d in data if d.get("harmony_glued"))
+    return {
+        "token_turns": sum(1 for d in data if d.get("token")),
+        "tokens_text": ", ".join(f"{t} ×{n}" for t, n in tokens[:5]),
+        "has_tokens": bool(tokens),
+        "glued_turns": glued,
+        "has_glued": glued > 0,
+    }
+
+
+def _stop_reason_facts(hit, found, labels, facts) -> dict[str, Any]:
+    reasons = _counts([d["reason"] for d in details(found) if d.get("reason")])
+    return {
+        "stopped_turns": found.height,
+        "reasons_text": ", ".join(f"{r} ×{n}" for r, n in reasons),
+    }
+
+
+_ID_KINDS = {
+    1: "duplicate ids in a turn",
+    2: "ids made of the function name",
+    3: "calls without a result",
+    4: "results without a call",
+}
+
+
+def _tool_call_id_facts(hit, found, labels, facts) -> dict[str, Any]:
+    kinds = _counts([_ID_KINDS.get(d.get("kind"), "other") for d in details(found)])
+    return {
+        "id_turns": found.height,
+        "kinds_text": ", ".join(f"{k} ×{n}" for k, n in kinds),
+    }
+
+
+def _not_offered_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    tools = _counts([t for d in data for t in d.get("tools") or []])
+    user = sum(1 for d in data if d.get("kind") == "user")
+    return {
+        "tools_text": ", ".join(f"{t} ×{n}" for t, n in tools[:5]),
+        "user_tool_turns": user,
+        "user_tools": user > 0,
+    }
+
+
+def _call_in_reasoning_facts(hit, found, labels, facts) -> dict[str, Any]:
+    formats = _counts([d["format"] for d in details(found) if d.get("format")])
+    model = next(iter(hit["model"].drop_nulls().to_list()), None)
+    return {
+        "reasoning_turns": found.height,
+        "models_text": _models_text(hit),
+        "formats_text": ", ".join(f"{f} markup ×{n}" for f, n in formats) or "tool-call markup",
+        "reasoning_parser": match_model(REASONING_PARSERS, model) or "<family>",
+        "thinking_switch": match_model(THINKING_SWITCHES, model)
+        or "the server's per-request thinking switch",
+    }
+
+
+CATALOGUE_FACTS.update(
+    {
+        "tool-call-in-reasoning": _call_in_reasoning_facts,
+        "tool-not-offered": _not_offered_facts,
+        "tool-call-ids": _tool_call_id_facts,
+        "provider-stop-reasons": _stop_reason_facts,
+        "invalid-text-tool-call": _text_call_facts,
+        "text-call-not-executed": _text_call_facts,
+        "control-token-leak": _control_token_facts,
+    }
+)
 
 
 # --- Facts of the episode-level causes (exit statuses, step limits, …) ----------------------

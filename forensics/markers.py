@@ -84,8 +84,9 @@ TOOL_MARKUP: list[ToolMarkup] = [
     ToolMarkup(
         "openai",
         "gpt-oss",
-        r"(?s)<\|channel\|>commentary|to=functions\.[\w-]+|<\|constrain\|>|<\|call\|>"
-        r"|^\s*analysis.*?assistantfinal",
+        # Harmony text without a call (`analysis…assistantfinal…`) is reasoning shown as the
+        # answer, control-token-leak's finding; stripped calls keep `to=functions.`.
+        r"(?s)<\|channel\|>commentary|to=functions\.[\w-]+|<\|constrain\|>|<\|call\|>",
     ),
     ToolMarkup(
         "qwen3_coder",
@@ -116,6 +117,13 @@ TOOL_MARKUP: list[ToolMarkup] = [
     ),
     ToolMarkup("llama4_pythonic", "pythonic", r"<\|python_start\|>\s*\["),
     ToolMarkup("pythonic", "pythonic", r"(?s)^\s*\[\s*[A-Za-z_]\w*\(.*\)\s*\]\s*$"),
+    # Gemma 3 prompted for tools writes a ```tool_code fence of Python calls, often after prose
+    # (vllm #14734): pythonic reads the calls once the Gemma 3 pythonic template drops the fence.
+    ToolMarkup(
+        "pythonic",
+        "pythonic",
+        r"```tool_code\s*\n\s*\[?\s*(?:print\(\s*)?[A-Za-z_][\w.]*\(",
+    ),
     ToolMarkup("olmo3", None, r"<function_calls>"),
     ToolMarkup("phi4_mini_json", None, r"^\s*functools\["),
     ToolMarkup("functiongemma", None, r"<start_function_call>"),

@@ -24,6 +24,14 @@ TOOL_CALL = pa.struct(
     ]
 )
 LABEL = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.string())])
+# A tool call written as text (enrich: text_calls): error is why it does not parse, NULL if it does.
+TEXT_CALL = pa.struct(
+    [
+        pa.field("name", pa.string()),
+        pa.field("arguments", pa.string()),
+        pa.field("error", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -197,6 +205,29 @@ TURN_COLUMNS: list[Column] = [
         "NULL when nothing was fused in.",
         redact=True,
     ),
+    Column(
+        "tool_call_id",
+        pa.string(),
+        "Tool results: the id of the call the result answers (OpenAI tool_call_id, Anthropic "
+        "tool_use_id, Gemini functionResponse.id, tau2's tool message id). NULL otherwise or "
+        "when the source keeps none.",
+        redact=True,
+    ),
+    Column(
+        "offered_tools",
+        pa.list_(pa.string()),
+        "Names of the tools the request offered (OpenAI tools[].function.name and functions[], "
+        "Anthropic and Responses tools[].name, Gemini functionDeclarations[].name), sorted. "
+        "NULL when the request was not captured.",
+        redact=True,
+    ),
+    Column(
+        "replayed",
+        pa.bool_(),
+        "Captured API traffic: true for a message taken from a request's history (the client "
+        "sent it again), false for a response the capture holds. NULL for sources without "
+        "requests (results files, logs).",
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.
@@ -278,6 +309,22 @@ DERIVED_COLUMNS: list[Column] = [
         pa.list_(pa.string()),
         "Key paths of request_keys inside messages that the OpenAI chat schema does not define "
         "(lenient servers ignore them; strict validators answer 400/422 extra_forbidden).",
+    ),
+    Column(
+        "text_call_format",
+        pa.string(),
+        "Assistant turns: the text protocol of a tool call written in the visible text "
+        "(forensics/textcalls.py): react_action (tau-bench ReAct/Act `Action: {json}`), "
+        'react_action_input (`Action:` + `Action Input:`), json_action ({"action"|"name": …, '
+        '"arguments"|"action_input"|…: …}), tool_code (```tool_code fence of Python '
+        "calls), mistral_tool_calls ([TOOL_CALLS]), llama_python_tag (<|python_tag|>). NULL: none.",
+    ),
+    Column(
+        "text_calls",
+        pa.list_(TEXT_CALL),
+        "The calls that text writes, as its harness would parse them: name, arguments (JSON "
+        "text, or the raw payload when it does not parse) and error (why it does not parse; "
+        "NULL when it does). NULL when text_call_format is NULL.",
     ),
 ]
 

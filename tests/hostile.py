@@ -90,6 +90,10 @@ SEEDS: dict[str, Path] = {
     / "events"
     / "event-00003-005e0000-0000-0040-0080-000000000003.json",
     "openhands_legacy": DATA / "agents" / "openhands" / "legacy" / "basic_interactions.json",
+    # tau-bench results of a ReAct agent: tool calls written as text (enrich parses them)
+    "tau_bench_react": DATA
+    / "textcalls"
+    / "react-llama-3.1-8b-instruct-0.0_range_0-2_user-gpt-4o-llm_1118113344.json",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
@@ -105,6 +109,7 @@ LINE_FORMATS = {
 ARRAY_FORMATS = {"tau_bench_results"}
 # HTTP cassettes: every interaction is a turn source or a reject.
 CASSETTE_FORMATS = {"cassette_yaml", "cassette_json", "cassette_bedrock_stream"}
+ARRAY_FORMATS = {"tau_bench_results", "tau_bench_react"}
 
 HUGE = 2**70
 DEEP = 3000

@@ -72,11 +72,16 @@ MARKUP = {
 VARIANTS = {
     "qwen3_coder": "I'll search.\n<function=glob>\n<parameter=pattern>*.py</parameter>\n"
     "</function>\n</tool_call>",  # opener dropped after prose (ollama #18530)
-    "openai": "analysisWe need to add 2+2.assistantfinalfour",  # stripped Harmony
+    # stripped Harmony that still calls a tool
+    "openai": "analysisNeed weather.assistantcommentary to=functions.get_weather json"
+    '{"city": "Paris"}',
     "mistral": '[TOOL_CALLS]add{"a": 3.5, "b": 4}',  # v11+ tokenizer
     "granite": '<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]',  # 3.1+
     "llama3_json": '{"name": "web_search", "parameters": {"query": "你好"}}',  # no python_tag
     "glm47": "<tool_call>list_all_product_types</tool_call>",  # a call without arguments
+    # Gemma 3's tool_code fence after prose (vllm #14734)
+    "pythonic": "I can help with that. Let me filter the dataframe.\n```tool_code\n"
+    '[filter_dataframe_by_search_term(search_term="ACME")]\n```',
 }
 NOT_MARKUP = [
     "You can call tools with the <tool_call> tag; I will not do that here.",
@@ -84,6 +89,8 @@ NOT_MARKUP = [
     "[Note] Your order #W123 was delivered.",
     '{\n  "message": "Your reservation EHGLP3 is confirmed."\n}',  # tau2 JSON-wrapped reply
     'Thought: I need the user id.\nAction:\n{"name": "find_user_id_by_email", "arguments": {}}',
+    # stripped Harmony without a call: reasoning shown as the answer (control-token-leak)
+    "analysisWe need to add 2+2.assistantfinalfour",
 ]
 
 

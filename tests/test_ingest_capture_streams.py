@@ -158,6 +158,7 @@ def test_chat_request_fields_dialects():
         "tool_choice": "function:legacy",
         "stream": True,
         "enable_thinking": False,
+        "offered_tools": ["legacy"],
     }
     assert openai_chat.request_messages(body)[0] == {
         "role": "system",

@@ -160,4 +160,20 @@ def request_basics(
         "tools_attached": tool_count > 0 and choice != "none",
         "tool_choice": choice,
         "stream": body.get("stream") is True,
+        "offered_tools": offered_tool_names(body),
     }
+
+
+def offered_tool_names(body: Mapping[str, Any]) -> list[str]:
+    """Names of the tools a chat request offers: OpenAI `tools[].function.name` and legacy
+    `functions[].name`, Anthropic and Responses `tools[].name` (a built-in tool without a name
+    by its type), sorted and distinct."""
+    names = set()
+    for key in ("tools", "functions"):
+        for tool in body.get(key) or [] if isinstance(body.get(key), list) else []:
+            if not isinstance(tool, dict):
+                continue
+            name = tool.get("name") or as_dict(tool.get("function")).get("name") or tool.get("type")
+            if isinstance(name, str) and name:
+                names.add(name)
+    return sorted(names)

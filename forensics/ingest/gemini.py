@@ -241,10 +241,13 @@ def request_fields(request: Mapping[str, Any] | None, url: str | None = None) ->
         level = _get(thinking, "thinkingLevel")
         out["reasoning_effort"] = str(level) if level is not None else None
     declared = 0
+    names = set()
     for tool in _get(request, "tools") or []:
         declarations = _get(tool, "functionDeclarations")
         if isinstance(declarations, list):
             declared += len(declarations)
+            names |= {n for d in declarations if isinstance(n := _get(d, "name"), str) and n}
+    out["offered_tools"] = sorted(names)
     mode = _get(_get(_get(request, "toolConfig"), "functionCallingConfig"), "mode")
     out["tool_choice"] = str(mode) if mode is not None else None
     out["tools_attached"] = declared > 0 and str(mode or "").upper() != "NONE"

@@ -99,6 +99,9 @@ class Linker:
         self.source_format = source_format
         self._ends: dict[bytes, deque[_Trajectory]] = {}
         self._by_response_id: dict[str, _Trajectory] = {}
+        # The request of every call, for a retry that re-sends an earlier request of a
+        # trajectory: one entry per call, looked up only when no live end matches.
+        self._requests: dict[bytes, _Trajectory] = {}
         self._trajectories: list[_Trajectory] = []
         self._arguments: dict[str, str] = {}
         # (role, content) -> canonical bytes of messages without tool calls: every request
@@ -148,14 +151,25 @@ class Linker:
                         del self._ends[prefixes[i]]
                     matched = i
                     break
+            else:
+                # A retry that restarts from an earlier point of a trajectory re-sends one of its
+                # earlier requests verbatim (the client dropped the turns after it, or re-samples
+                # the reply): it continues that trajectory with its new answer only. It must
+                # re-send some of the trajectory's own output, so identical first requests of
+                # parallel trials stay apart; a request that changes the history is a fork.
+                earlier = self._requests.get(prefixes[-1])
+                if earlier is not None and any(m.get("role") == "assistant" for m in messages):
+                    traj, matched = earlier, len(messages)
         history_line = call.request_line or call.line
         if traj is None:
             traj = self._new(history_line)
         normalise = call.normalise
         for message in messages[matched:]:
-            traj.episode.add(history_line, normalise(message) if normalise else message)
+            traj.episode.add(
+                history_line, normalise(message) if normalise else message, replayed=True
+            )
         if call.output is not None:
-            traj.episode.add(call.line, call.output, **call.fields)
+            traj.episode.add(call.line, call.output, **call.fields, replayed=False)
             if not call.failed:
                 running.update(self._canonical(call.output))
             traj.error = call.fields.get("error")
@@ -165,6 +179,7 @@ class Linker:
         # A failed call leaves the conversation where it was: its retry sends the same messages
         # (or more, when the client reports the failure) and lands in the same trajectory.
         self._ends.setdefault(running.digest(), deque()).append(traj)
+        self._requests[prefixes[-1]] = traj
         if call.response_id:
             self._by_response_id[call.response_id] = traj
         return len(messages) - matched, int(call.output is not None)
@@ -178,6 +193,7 @@ class Linker:
         self._trajectories = []
         self._ends.clear()
         self._by_response_id.clear()
+        self._requests.clear()
         self._arguments.clear()
         self._plain.clear()
         return count

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import itertools
 import json
 import random
 import re
@@ -155,6 +156,23 @@ def implied(traj: dict[str, Any]) -> set[tuple[str, int]]:
             and (status is None or 200 <= status < 300)
         ):
             out.add(("message-format-violation", i))
+    out |= _unanswered_calls(traj["turns"])
+    return out
+
+
+def _unanswered_calls(turns: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """Turns whose calls (with ids) get no result before the next assistant turn, in a
+    conversation whose results carry call ids (a plant that copies a turn with parallel calls
+    and only the first result, as the recorded tau2 run shows them, makes one)."""
+    if not any(t.get("role") == "tool" and t.get("tool_call_id") for t in turns):
+        return set()
+    assistants = [i for i, t in enumerate(turns) if t.get("role") == "assistant"]
+    out = set()
+    for i, j in itertools.pairwise(assistants):
+        ids = {c.get("id") for c in turns[i].get("tool_calls") or [] if c.get("id")}
+        answered = {t.get("tool_call_id") for t in turns[i + 1 : j] if t.get("role") == "tool"}
+        if ids - answered:
+            out.add(("tool-call-ids", i))
     return out
 
 
@@ -499,7 +517,7 @@ def plant_markup_elsewhere(rng, traj):
             "planted",
             "markup-in-reasoning",
             t,
-            [("tool-markup-leak", k)],
+            [("tool-call-in-reasoning", k)],
             "call inside reasoning",
             format="qwen3_coder",
             focus=k,
@@ -1453,6 +1471,345 @@ def plant_format(rng, traj):
     return out
 
 
+# --- text tool calls (issue 12 item 8) and control tokens (issue 13) --------------------------
+
+# What a user simulator says when the agent's turn ran nothing and showed it a call instead.
+WAITING = [
+    "Hello? Did that go through?",
+    "Are you still there? I'm waiting for an update on this.",
+    "Okay... so what happens now?",
+]
+
+
+def _no_call_id(result: dict[str, Any]) -> dict[str, Any]:
+    """A tool result as a text-protocol harness logs it: no call id to answer."""
+    return {k: v for k, v in result.items() if k != "tool_call_id"}
+
+
+def _text_protocol(turn: dict[str, Any], content: str) -> dict[str, Any]:
+    """The turn as a text-protocol agent writes it: no tools attached, no structured call."""
+    return reply(turn, content=content, tools_attached=False, finish_reason_raw="stop")
+
+
+def plant_text_calls(rng, traj):
+    """A call written as text the way tau-bench's ReAct/Act agents (chat_react_agent.py) and
+    Gemma's tool_code prompts write it: malformed (the respond example's unquoted name, JSON cut
+    off, a tool_code call never closed) or well-formed but answered by the user, not a tool."""
+    if traj["episode"]["labels"].get("agent_implementation") == "llm_agent_solo":
+        return []
+    out = []
+    ks = agent_turns(traj, calls=True)
+    texts = agent_turns(traj, calls=False, text=True)
+    if texts:
+        k = rng.choice(texts)
+        t = cut(traj, k)
+        answer = json.dumps(_text(traj["turns"][k]))
+        t["turns"][k] = _text_protocol(
+            traj["turns"][k],
+            'Thought:\nI can answer the user now.\nAction:\n{"name": respond, "arguments": '
+            f'{{"content": {answer}}}}}',
+        )
+        out.append(
+            case(
+                "planted",
+                "text-call-respond-unquoted",
+                t,
+                [("invalid-text-tool-call", k)],
+                "tau-bench ReAct respond with the prompt's unquoted name",
+                focus=k,
+            )
+        )
+    if not ks:
+        return out
+    k = rng.choice(ks)
+    call = traj["turns"][k]["tool_calls"][0]
+    args = args_of(call)
+    action = json.dumps({"name": call["name"], "arguments": args})
+    variant = rng.choice(["react", "act", "tool_code"])
+    if variant == "tool_code":
+        params = ", ".join(f"{key}={value!r}" for key, value in args.items())
+        good = f"I'll take care of that.\n```tool_code\n{call['name']}({params})\n```"
+        bad = f"I'll take care of that.\n```tool_code\n{call['name']}({params}\n```"
+    else:
+        head = "Thought:\nI should call the tool now.\n" if variant == "react" else ""
+        good = f"{head}Action:\n{action}"
+        bad = f"{head}Action:\n{action[: rng.randint(len(action) // 3, len(action) - 2)]}"
+    # Malformed: the harness cannot run it.
+    t = cut(traj, k)
+    t["turns"][k] = _text_protocol(traj["turns"][k], bad)
+    out.append(
+        case(
+            "planted",
+            f"text-call-invalid-{variant}",
+            t,
+            [("invalid-text-tool-call", k)],
+            f"{variant} call that does not parse",
+            focus=k,
+        )
+    )
+    # Well-formed, but the next message is the user's: no tool read it.
+    t = cut(traj, k)
+    t["turns"][k] = _text_protocol(traj["turns"][k], good)
+    t["turns"].append({"role": "user", "actor": "user_sim", "content": rng.choice(WAITING)})
+    out.append(
+        case(
+            "planted",
+            f"text-call-unrun-{variant}",
+            t,
+            [("text-tool-call-not-executed", k)],
+            f"{variant} call answered by the user",
+            focus=k,
+        )
+    )
+    # Near miss: the same call, run by the harness (its real tool result follows).
+    following = traj["turns"][k + 1] if k + 1 < len(traj["turns"]) else None
+    if following is not None and following.get("role") == "tool":
+        n = cut(traj, k + 1)
+        n["turns"][k] = _text_protocol(traj["turns"][k], good)
+        n["turns"][k + 1] = _no_call_id(n["turns"][k + 1])
+        out.append(
+            case("planted", f"text-call-run-{variant}", n, [], "call with its result", focus=k)
+        )
+    return out
+
+
+CONTROL_TAILS = [
+    "<|im_end|>\n<|im_start|>user\nThanks, that helps.",
+    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nOkay.",
+    "<|endoftext|>Human: thanks",
+    "<end_of_turn>\n<start_of_turn>user\nok",
+]
+
+
+def plant_control_tokens(rng, traj):
+    """An agent reply that runs past its end-of-turn token (ollama #2673, #12459), or gpt-oss
+    harmony text whose tokens were stripped (analysis…assistantfinal…, macprovider #743)."""
+    ks = [k for k in agent_turns(traj, calls=False, text=True) if _text(traj["turns"][k])]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    text = _text(traj["turns"][k])
+    variant = rng.choice(["tail", "harmony"])
+    t = cut(traj, k)
+    if variant == "tail":
+        t["turns"][k]["content"] = text + rng.choice(CONTROL_TAILS)
+    else:
+        why = thinking(traj, k, rng, 30)
+        t["turns"][k]["content"] = f"analysis{why}assistantfinal{text}"
+    near = cut(traj, k)
+    near["turns"][k]["content"] = "Based on my analysis, here is the final answer. " + text
+    return [
+        case(
+            "planted",
+            f"control-token-{variant}",
+            t,
+            [("control-token-leak", k)],
+            f"control token leak ({variant})",
+            focus=k,
+        ),
+        case("planted", "control-token-words", near, [], "the words analysis and final", focus=k),
+    ]
+
+
+STOP_REASONS = [
+    ("pause_turn", "claude-sonnet-4-20250514"),
+    ("MISSING_THOUGHT_SIGNATURE", "gemini-3-pro-preview"),
+    ("OTHER", "gemini-2.5-flash"),
+    ("MALFORMED_RESPONSE", "gemini-2.5-pro"),
+    ("repetition", "Qwen/Qwen3-8B"),
+]
+
+
+def plant_stop_reasons(rng, traj):
+    """A turn the provider ended for a reason that looks like a normal stop (formats-api §1.4,
+    Anthropic stop reasons, vLLM repetition detection); near miss: the same turn with end_turn."""
+    ks = agent_turns(traj, text=True)
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    reason, model = rng.choice(STOP_REASONS)
+    turn = traj["turns"][k]
+    t = cut(traj, k)
+    t["turns"][k] = dict(turn, finish_reason_raw=reason, model=model, http_status=200)
+    near = cut(traj, k)
+    near["turns"][k] = dict(turn, finish_reason_raw="end_turn", model=model, http_status=200)
+    return [
+        case(
+            "planted",
+            f"stop-reason-{reason.lower()}",
+            t,
+            [("provider-stop-reasons", k)],
+            f"finish reason {reason}",
+            focus=k,
+        ),
+        case("planted", "stop-reason-end-turn", near, [], "a normal end_turn", focus=k),
+    ]
+
+
+def plant_hidden_length(rng, traj):
+    """A call cut by max_tokens that the server reports as finish reason tool_calls (DeepSeek-V4
+    on vLLM, routers that rewrite length; MiaAI-Lab DeepSeek-v4-Flash #55, hermes-agent #7693)."""
+    ks = [
+        k
+        for k in agent_turns(traj, calls=True)
+        if len(traj["turns"][k]["tool_calls"][0].get("arguments") or "") > 6
+    ]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    call = dict(traj["turns"][k]["tool_calls"][0])
+    cap = rng.choice([256, 512, 1024])
+    variant = rng.choice(["args-cut", "at-cap"])
+    t = cut(traj, k)
+    expect = [("length-as-tool-calls", k)]
+    if variant == "args-cut":
+        arguments = call["arguments"]
+        end = rng.randint(2, len(arguments) - 2)
+        while arguments[:end].rstrip()[-1:] in ("}", "]"):
+            end -= 1
+        call["arguments"] = arguments[:end]
+        expect.append(("malformed-tool-call", k))
+    fields = dict(tool_calls=[call], finish_reason_raw="tool_calls", output_tokens=cap)
+    t["turns"][k] = reply(traj["turns"][k], max_output_tokens=cap, **fields)
+    near = cut(traj, k)
+    near["turns"][k] = reply(
+        traj["turns"][k],
+        tool_calls=[dict(traj["turns"][k]["tool_calls"][0])],
+        finish_reason_raw="tool_calls",
+        output_tokens=rng.randint(20, cap // 2),
+        max_output_tokens=cap,
+    )
+    return [
+        case(
+            "planted", f"hidden-length-{variant}", t, expect, "length stop as tool_calls", focus=k
+        ),
+        case("planted", "hidden-length-under-cap", near, [], "a call well under the cap", focus=k),
+    ]
+
+
+def plant_none_and_observation(rng, traj):
+    """A harness that wrote a null content as the text None (ai-agent-book #739), and a ReAct
+    turn that writes its own Observation after the action (llama_index #11518, #12865)."""
+    out = []
+    ks = [
+        k
+        for k in agent_turns(traj, calls=True)
+        if k + 1 < len(traj["turns"]) and traj["turns"][k + 1].get("role") == "tool"
+    ]
+    if not ks:
+        return out
+    k = rng.choice(ks)
+    if not traj["episode"]["source_format"].startswith("tau2"):
+        t = cut(traj, k + 1)
+        t["turns"][k] = dict(t["turns"][k], content="None")
+        out.append(case("planted", "none-content", t, [("none-content", k)], "str(None)", focus=k))
+    call = traj["turns"][k]["tool_calls"][0]
+    action = json.dumps({"name": call["name"], "arguments": args_of(call)})
+    result = _text(traj["turns"][k + 1])[:120] or "{}"
+    t = cut(traj, k + 1)
+    t["turns"][k + 1] = _no_call_id(t["turns"][k + 1])
+    t["turns"][k] = _text_protocol(
+        traj["turns"][k],
+        f"Thought:\nI should call the tool.\nAction:\n{action}\nObservation: {result}",
+    )
+    out.append(
+        case(
+            "planted",
+            "fabricated-observation",
+            t,
+            # tau-bench's parser reads the invented Observation as part of the JSON
+            [("fabricated-observation", k), ("invalid-text-tool-call", k)],
+            "observation written by the model",
+            focus=k,
+        )
+    )
+    return out
+
+
+def plant_call_ids(rng, traj):
+    """Calls and results that do not pair by id: two calls of a turn sharing an id (claude-code
+    #20693), an id made of the function name (brainlid/langchain #620), a parallel call that
+    got no result (smolagents #2768); near miss: the turn as recorded."""
+    ks = [
+        k
+        for k in agent_turns(traj, calls=True)
+        if k + 2 < len(traj["turns"])
+        and traj["turns"][k + 1].get("role") == "tool"
+        and traj["turns"][k + 1].get("tool_call_id")
+        and len(traj["turns"][k]["tool_calls"]) == 1
+        and traj["turns"][k]["tool_calls"][0].get("id")
+    ]
+    nexts = {k: next((j for j in agent_turns(traj) if j > k + 1), None) for k in ks}
+    ks = [k for k in ks if nexts[k] is not None]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    j = nexts[k]
+    call = dict(traj["turns"][k]["tool_calls"][0])
+    result = traj["turns"][k + 1]
+    variant = rng.choice(["duplicate", "name", "dropped"])
+    t = cut(traj, j)
+    if variant == "duplicate":
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[call, dict(call)])
+        t["turns"].insert(k + 2, dict(result))
+        j += 1
+    elif variant == "name":
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[dict(call, id=call["name"])])
+        t["turns"][k + 1] = dict(result, tool_call_id=call["name"])
+    else:
+        extra = dict(call, id=(call.get("id") or "call") + "_2")
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[call, extra])
+    near = cut(traj, j if variant != "duplicate" else j - 1)
+    return [
+        case("planted", f"call-ids-{variant}", t, [("tool-call-ids", k)], variant, focus=k),
+        case("planted", "call-ids-as-recorded", near, [], "ids as recorded", focus=k),
+    ]
+
+
+def plant_tool_not_offered(rng, traj):
+    """A call to a tool the captured request did not offer (an undeclared function, pydantic-ai's
+    Vertex cassette without the provider's verdict), or in tau2 telecom the agent calling one of
+    the user simulator's device tools; near miss: the same call, offered."""
+    ks = agent_turns(traj, calls=True)
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    call = dict(traj["turns"][k]["tool_calls"][0])
+    names = sorted(
+        {
+            c["name"]
+            for t in traj["turns"]
+            if t.get("actor") == "agent"
+            for c in t.get("tool_calls") or []
+        }
+    )
+    user_tools = sorted(
+        {
+            c["name"]
+            # the user's calls the case keeps: before the turn, inside the window
+            for t in traj["turns"][max(0, k - WINDOW) : k]
+            if t.get("actor") == "user_sim"
+            for c in t.get("tool_calls") or []
+        }
+        - set(names)
+    )
+    t = cut(traj, k)
+    near = cut(traj, k)
+    if user_tools and traj["episode"]["source_format"].startswith("tau2"):
+        name = rng.choice(user_tools)
+        t["turns"][k] = dict(t["turns"][k], tool_calls=[dict(call, name=name, arguments="{}")])
+        variant = "user-tool"
+    else:
+        offered = [n for n in names if n != call["name"]] or ["get_user_details"]
+        t["turns"][k] = dict(t["turns"][k], offered_tools=offered)
+        near["turns"][k] = dict(near["turns"][k], offered_tools=sorted({*offered, call["name"]}))
+        variant = "undeclared"
+    return [
+        case("planted", f"not-offered-{variant}", t, [("tool-not-offered", k)], variant, focus=k),
+        case("planted", "not-offered-offered", near, [], "the call was offered", focus=k),
+    ]
+
+
 PLANTS: list[tuple[Plant, int]] = [
     (plant_markup, 3),
     (plant_markup_elsewhere, 1),
@@ -1477,6 +1834,13 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_loop, 2),
     (plant_leak, 1),
     (plant_format, 1),
+    (plant_text_calls, 2),
+    (plant_control_tokens, 1),
+    (plant_stop_reasons, 1),
+    (plant_hidden_length, 1),
+    (plant_none_and_observation, 1),
+    (plant_call_ids, 2),
+    (plant_tool_not_offered, 1),
 ]
 
 

@@ -1,0 +1,256 @@
+"""Tool calls written as text by agents that speak a text protocol (issue 12 item 8).
+
+Agents without function calling write the call into their message and the harness parses it:
+tau-bench's ReAct/Act agents (`Action:` then `{"name": …, "arguments": …}`, the harness runs
+`json.loads` on the text after the last `Action:`), LangChain-style ReAct (`Action: tool` then
+`Action Input: …`), JSON action blocks (`{"action": …, "action_input": …}`, Gemma-style
+```` ```json ```` fences), Gemma's ```` ```tool_code ```` fences of Python calls, Mistral
+`[TOOL_CALLS]` and Llama `<|python_tag|>` payloads. `parse` finds the intended calls in a
+message and says, per call, whether it parses the way its harness parses it; a call that does
+not parse never reaches a tool (tau-bench sends the raw text to the user instead).
+
+Pure functions of the message text, so enrich can run them row by row on assistant turns only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+# The formats, as enrich names them (schema: text_call_format).
+REACT = "react_action"
+LANGCHAIN = "react_action_input"
+JSON_ACTION = "json_action"
+TOOL_CODE = "tool_code"
+MISTRAL = "mistral_tool_calls"
+PYTHON_TAG = "llama_python_tag"
+
+# Cheap gate: a message with none of these is no text call (most messages).
+GATE = re.compile(
+    r'(?m)^[ \t]*Action:|```tool_code|\[TOOL_CALLS\]|<\|python_tag\|>|"action"\s*:|'
+    # [ \t], not \s: with (?m) a \s* at every line start would rescan the text (quadratic)
+    r'^[ \t]*(?:```(?:json)?\s*)?\{\s*"name"\s*:'
+)
+# A marker only starts a call when a payload follows it: prose that names `[TOOL_CALLS]` or
+# writes `Action: …` in words is no call.
+_MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(?:\[\s*\{|[\w.\-]+(?:\[ARGS\])?\s*\{)")
+_PYTHON_TAG = re.compile(r"<\|python_tag\|>\s*(?:\{|[A-Za-z_][\w.]*\()")
+_PAYLOAD_START = ("{", "[", "```")
+_ACTION = re.compile(r"(?m)^[ \t]*Action:[ \t]*")
+_ACTION_INPUT = re.compile(r"(?m)^[ \t]*Action Input:[ \t]*")
+# Where a LangChain action input ends: the next protocol label.
+_NEXT_LABEL = re.compile(r"(?m)^[ \t]*(?:Observation|Thought|Action|Final Answer):")
+_FENCE = re.compile(r"(?s)```(json|tool_code|python)?[ \t]*\n?(.*?)```")
+_ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
+
+
+def _call(name: Any, arguments: Any, error: str | None) -> dict[str, str | None]:
+    if arguments is not None and not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    return {"name": None if name is None else str(name), "arguments": arguments, "error": error}
+
+
+def _json_error(exc: json.JSONDecodeError) -> str:
+    return f"not valid JSON: {exc.msg} (char {exc.pos})"
+
+
+def _name_hint(text: str) -> str | None:
+    """The tool name of a payload that does not parse, when its "name"/"action" value shows."""
+    m = re.search(r'"(?:name|action)"\s*:\s*"?([\w.\- ]{1,64}?)"?\s*[,}]', text)
+    return m.group(1).strip() if m else None
+
+
+def _object_call(value: Any) -> tuple[Any, Any] | None:
+    """(name, arguments) of a decoded action object, or None when it is no call shape."""
+    if not isinstance(value, dict):
+        return None
+    name = value.get("name", value.get("action"))
+    if name is None and isinstance(value.get("function"), dict):  # {"type": "function", ...}
+        return _object_call(value["function"])
+    # A call names its arguments; {"name": "Ann"} is data, not a call.
+    if name is None or not any(k in value for k in _ARG_KEYS):
+        return None
+    return name, next(value[k] for k in _ARG_KEYS if k in value)
+
+
+def _tau_action(payload: str) -> dict[str, str | None]:
+    """tau-bench's parse: json.loads of the stripped text (a code fence around it fails, as it
+    does there), then a mapping with "name" and "arguments"."""
+    text = payload.strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _call(_name_hint(text), text[:500], _json_error(exc))
+    if not isinstance(value, dict) or "name" not in value or "arguments" not in value:
+        keys = sorted(value) if isinstance(value, dict) else type(value).__name__
+        return _call(
+            _name_hint(text), text[:500], f'not an {{"name", "arguments"}} object ({keys})'
+        )
+    return _call(value["name"], value["arguments"], None)
+
+
+def _langchain(text: str, name: str) -> dict[str, str | None]:
+    match = _ACTION_INPUT.search(text)
+    assert match is not None
+    rest = text[match.end() :]
+    end = _NEXT_LABEL.search(rest)
+    return _call(name, (rest[: end.start()] if end else rest).strip(), None)
+
+
+def _react(text: str) -> list[dict[str, str | None]] | None:
+    """The call after the last `Action:` label, parsed as its harness parses it; None when
+    what follows the label is words, not a payload."""
+    last = list(_ACTION.finditer(text))[-1]
+    after = text[last.end() :]
+    first_line = after.split("\n", 1)[0].strip()
+    if _ACTION_INPUT.search(after) and first_line and not first_line.startswith(("{", "`")):
+        return [_langchain(after, first_line)]
+    # tau-bench parses everything after the label: text after the payload (an Observation the
+    # model invented) makes json.loads fail with "Extra data", and the call is lost.
+    if not after.strip().startswith(_PAYLOAD_START):
+        return None
+    return [_tau_action(after)]
+
+
+def _literal(node: ast.expr) -> Any:
+    """A literal argument as its value, anything else (a name, an expression) as source."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ast.unparse(node)
+
+
+def _python_calls(code: str) -> list[dict[str, str | None]]:
+    """Calls in a tool_code fence: `f(a=1)`, `print(api.f(a=1))`, `[f(a=1), g()]`."""
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError as exc:
+        return [_call(_name_hint(code), code.strip()[:500], f"not valid Python ({exc.msg})")]
+    except ValueError as exc:  # NUL bytes
+        return [_call(None, code.strip()[:500], f"not valid Python ({exc})")]
+    calls: list[dict[str, str | None]] = []
+    for statement in tree.body:
+        value = statement.value if isinstance(statement, ast.Expr) else None
+        nodes = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+        for node in nodes:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "print"
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Call)
+            ):
+                node = node.args[0]
+            if not isinstance(node, ast.Call):
+                text = ast.get_source_segment(code.strip(), statement) or ""
+                calls.append(_call(None, text[:500], "not a function call"))
+                continue
+            # Llama's built-in tools are called as `brave_search.call(query=…)`.
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "call":
+                func = func.value
+            name = ast.unparse(func).split(".")[-1]
+            args = {k.arg or "**": _literal(k.value) for k in node.keywords}
+            if node.args:
+                args["*"] = [_literal(a) for a in node.args]
+            calls.append(_call(name, args, None))
+    return calls or [_call(None, "", "empty tool_code block")]
+
+
+def _json_values(payload: str) -> list[dict[str, str | None]]:
+    """One JSON value holding a call object or a list of them."""
+    try:
+        value = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        return [_call(_name_hint(payload), payload[:500], _json_error(exc))]
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        found = _object_call(item)
+        if found is None:
+            out.append(_call(None, json.dumps(item)[:500], "not a call object"))
+        else:
+            out.append(_call(found[0], found[1], None))
+    return out
+
+
+def _mistral(text: str) -> list[dict[str, str | None]]:
+    """`[TOOL_CALLS] [{...}]` (pre-v11) or `[TOOL_CALLS]name[ARGS]{json}` per call (v11+)."""
+    out: list[dict[str, str | None]] = []
+    for piece in text.split("[TOOL_CALLS]")[1:]:
+        piece = piece.strip()
+        if piece.startswith("["):
+            out.extend(_json_values(piece))
+            continue
+        name, sep, args = piece.partition("[ARGS]")
+        if not sep:
+            m = re.match(r"([\w.\-]+)\s*(\{.*)$", piece, re.S)
+            name, args = (m.group(1), m.group(2)) if m else (piece[:64], "")
+        try:
+            json.loads(args)
+        except json.JSONDecodeError as exc:
+            out.append(_call(name.strip() or None, args[:500], _json_error(exc)))
+            continue
+        out.append(_call(name.strip(), args.strip(), None))
+    return out
+
+
+def _python_tag(text: str) -> list[dict[str, str | None]]:
+    """Llama 3.x: JSON `{"name", "parameters"}` calls (`;`-separated) or built-in Python."""
+    payload = text.split("<|python_tag|>", 1)[1]
+    payload = re.split(r"<\|eom_id\|>|<\|eot_id\|>", payload)[0].strip()
+    if payload.startswith("{"):
+        out: list[dict[str, str | None]] = []
+        for part in re.split(r"\}\s*;\s*\{", payload):
+            part = part if part.startswith("{") else "{" + part
+            part = part if part.endswith("}") else part + "}"
+            out.extend(_json_values(part))
+        return out
+    return _python_calls(payload)
+
+
+def parse(text: str | None) -> tuple[str, list[dict[str, str | None]]] | None:
+    """(format, calls) of the tool calls a message writes as text, or None when it writes none.
+
+    Each call is {name, arguments, error}: error says why it does not parse (None: it does).
+    """
+    if not text or not GATE.search(text):
+        return None
+    try:
+        return _parse(text)
+    except (RecursionError, MemoryError, ValueError):
+        # Nesting beyond the parsers' limits, NUL bytes in code: no call can be read from it,
+        # and no harness would have read one either.
+        return None
+
+
+def _parse(text: str) -> tuple[str, list[dict[str, str | None]]] | None:
+    if _ACTION.search(text):
+        calls = _react(text)
+        if calls is None:
+            return None
+        last = list(_ACTION.finditer(text))[-1]
+        fmt = LANGCHAIN if _ACTION_INPUT.search(text[last.end() :]) else REACT
+        return fmt, calls
+    if mistral := _MISTRAL.search(text):
+        return MISTRAL, _mistral(text[mistral.start() :])
+    if _PYTHON_TAG.search(text):
+        return PYTHON_TAG, _python_tag(text)
+    for fence in _FENCE.finditer(text):
+        kind, body = fence.group(1), fence.group(2)
+        if kind == "tool_code":
+            return TOOL_CODE, _python_calls(body)
+        if kind in (None, "json") and re.match(r'\s*[\[{]\s*"(?:name|action)"\s*:', body):
+            calls = _json_values(body.strip())
+            if any(c["name"] is not None for c in calls):
+                return JSON_ACTION, calls
+    if "```tool_code" in text:  # an unclosed fence: the message was cut inside the call
+        body = text.split("```tool_code", 1)[1]
+        return TOOL_CODE, _python_calls(body)
+    stripped = text.strip()
+    if re.match(r'\{\s*"(?:name|action)"\s*:', stripped):
+        calls = _json_values(stripped)
+        return (JSON_ACTION, calls) if any(c["name"] is not None for c in calls) else None
+    return None
