@@ -66,7 +66,7 @@ def _sniff_text(head: str) -> str | None:
 
 # Column declarations shared by formats read by the same code (`forensics formats`).
 _MESSAGE_COLUMNS = frozenset(
-    {"content", "reasoning", "tool_calls", "finish_reason", "finish_reason_raw"}
+    {"content", "reasoning", "tool_calls", "tool_call_id", "finish_reason", "finish_reason_raw"}
 )
 _TAU2_COLUMNS = _MESSAGE_COLUMNS | {
     "input_tokens", "output_tokens", "reasoning_tokens", "max_output_tokens", "tools_attached",
@@ -80,6 +80,7 @@ _API_RESPONSE_COLUMNS = _MESSAGE_COLUMNS | {
 _API_COLUMNS = _API_RESPONSE_COLUMNS | {
     "max_output_tokens", "tools_attached", "tool_choice", "tool_count", "endpoint",
     "enable_thinking", "reasoning_budget", "reasoning_effort", "request_hash", "request_keys",
+    "offered_tools", "tool_call_id", "replayed",
 }  # fmt: skip
 _GEMINI_COLUMNS = _API_COLUMNS - {
     "tool_calls_without_type", "enable_thinking", "request_keys", "request_hash", "tool_count",
@@ -216,7 +217,7 @@ FORMATS: list[Format] = [
         "streamed response bodies (SSE)",
         sse_capture.sniff,
         sse_capture.ingest,
-        columns=_API_RESPONSE_COLUMNS,
+        columns=_API_RESPONSE_COLUMNS | {"replayed"},
         detection="server-sent events (data: lines) that are not Gemini chunks",
     ),
     Format(
@@ -239,6 +240,7 @@ FORMATS: list[Format] = [
                 "content",
                 "reasoning",
                 "tool_calls",
+                "tool_call_id",
                 "finish_reason",
                 "finish_reason_raw",
                 "input_tokens",
@@ -285,7 +287,9 @@ FORMATS: list[Format] = [
         "Atropos scored groups (process-mode rollout dumps)",
         atropos.sniff,
         atropos.ingest,
-        columns=frozenset({"content", "reasoning", "tool_calls", "max_output_tokens"}),
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "tool_call_id", "max_output_tokens"}
+        ),
         detection='JSONL whose lines start with {"tokens": [[<ids>…, or objects with tokens, '
         "masks and scores",
     ),

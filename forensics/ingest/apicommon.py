@@ -160,20 +160,27 @@ def request_basics(
         "tools_attached": tool_count > 0 and choice != "none",
         "tool_choice": choice,
         "stream": body.get("stream") is True,
-        "offered_tools": offered_tool_names(body),
+        # Tools counted but no name read: a shape this reader does not know; unknown, not none.
+        "offered_tools": (offered_tool_names(body) or None) if tool_count else [],
     }
 
 
 def offered_tool_names(body: Mapping[str, Any]) -> list[str]:
     """Names of the tools a chat request offers: OpenAI `tools[].function.name` and legacy
     `functions[].name`, Anthropic and Responses `tools[].name` (a built-in tool without a name
-    by its type), sorted and distinct."""
+    by its type), Bedrock `toolConfig.tools[].toolSpec.name`, sorted and distinct."""
     names = set()
-    for key in ("tools", "functions"):
-        for tool in body.get(key) or [] if isinstance(body.get(key), list) else []:
+    bedrock = as_dict(body.get("toolConfig")).get("tools")  # Bedrock Converse toolSpec
+    for tools in (body.get("tools"), body.get("functions"), bedrock):
+        for tool in tools if isinstance(tools, list) else []:
             if not isinstance(tool, dict):
                 continue
-            name = tool.get("name") or as_dict(tool.get("function")).get("name") or tool.get("type")
+            name = (
+                tool.get("name")
+                or as_dict(tool.get("function")).get("name")
+                or as_dict(tool.get("toolSpec")).get("name")
+                or tool.get("type")
+            )
             if isinstance(name, str) and name:
                 names.add(name)
     return sorted(names)
