@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from forensics import coverage
 from forensics.diagnose import ParserCheck
 from forensics.facts import CHARS_PER_TOKEN
 from forensics.report_types import LENGTH_COLUMNS, Finding, Report
@@ -560,6 +561,9 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         ],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "not_checked": not_checked,
+        "not_checked_groups": coverage.groups(
+            not_checked, {f.path: f.format for f in result.files}
+        ),
         "rules": [
             {
                 "id": r.id,
