@@ -3,8 +3,10 @@
     python benchmarks/report_load.py [--n 20000] [--dir /tmp/report-load] [--rounds 3]
 
 Generates N tau-bench trajectories (real records from tests/data/realdata, MIT, Sierra,
-repeated with new task ids and trials; every fourth one has an agent turn cut off inside an
-unclosed <think>, so the page has findings to show), 1,000 per results file, scans them,
+repeated with new task ids and trials, the words of every message but the system prompt
+shuffled per copy, so that no two trajectories repeat each other and the report compresses
+like a real run's; every fourth one has an agent turn cut off inside an unclosed <think>, so
+the page has findings to show), 1,000 per results file, scans them,
 renders the report and opens it in headless Chromium (the test suite's DevTools client).
 Prints the report's size, the scan and render times, and the load time: navigation start
 until the explorer has rendered its first page (the `data-ready-ms` the explorer stamps).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -38,6 +41,12 @@ def generate(folder: Path, n: int) -> list[Path]:
         for i in range(start, min(n, start + PER_FILE)):
             rec = json.loads(json.dumps(records[i % len(records)]))
             rec["task_id"], rec["trial"] = i // 4, i % 4
+            rng = random.Random(i)
+            for turn in rec["traj"]:
+                if turn["role"] != "system" and isinstance(turn.get("content"), str):
+                    words = turn["content"].split(" ")
+                    rng.shuffle(words)
+                    turn["content"] = " ".join(words)
             if i % 4 == 0:  # an agent turn cut off mid-reasoning: the page's evidence
                 for turn in rec["traj"]:
                     if turn["role"] == "assistant" and not turn.get("tool_calls"):
@@ -56,10 +65,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
+    from test_report_browser import Browser, _chromium
+
     import forensics
     from forensics import report as report_model
     from forensics.render import html
-    from test_report_browser import Browser, _chromium
 
     paths = generate(args.dir / "input", args.n)
     size_in = sum(p.stat().st_size for p in paths)

@@ -20,6 +20,7 @@ from forensics.causes import cause_specs
 from forensics.engine import Rule
 from forensics.facts import TOOL_CALL_PARSERS, cause_facts, match_model
 from forensics.schema import SEVERITIES
+from forensics.wording import agree
 
 SEVERITY_WEIGHT = {s: i + 1 for i, s in enumerate(SEVERITIES)}
 CONFIDENCE_WEIGHT = {"hard": 1.0, "heuristic": 0.5}
@@ -161,8 +162,8 @@ def diagnose(
             fixes.append(
                 {
                     "rank": len(fixes) + 1,
-                    "action": fix["action"].format_map(facts),
-                    "detail": fix["detail"].format_map(facts),
+                    "action": agree(fix["action"].format_map(facts)),
+                    "detail": agree(fix["detail"].format_map(facts)),
                 }
             )
         # Most telling evidence: hard findings first, then longest messages, one per trajectory.
@@ -262,12 +263,13 @@ def _keep(
     flagged = set(findings["trajectory_id"].to_list())
     clean = trajectories.filter(~pl.col("trajectory_id").is_in(list(flagged)))
     if clean.height and flagged:
-        tasks = ", ".join(str(t) for t in clean["task_id"].to_list()[:5])
+        named = [str(t) for t in clean["task_id"].drop_nulls().to_list()[:5]]
+        tasks = f" (task {', '.join(named)})" if named else ""
         rewards = clean["reward"].drop_nulls()
         mean = f"; mean reward {rewards.mean():.2f}" if rewards.len() else ""
         noun = "trajectory" if clean.height == 1 else "trajectories"
         keep.append(
-            f"{clean.height} {noun} (task {tasks}) ran without findings{mean}: "
+            f"{clean.height} {noun}{tasks} ran without findings{mean}: "
             "the harness, tools and scoring work — keep them as the control."
         )
     for check in parsers:

@@ -4,7 +4,20 @@
   "use strict";
   var island = document.getElementById("explorer-data");
   if (!island) return;
-  var D = JSON.parse(island.textContent);
+
+  // A large scan's island is gzipped and base64'd (html.COMPRESS_ABOVE): inflated here with
+  // the browser's own DecompressionStream, no network involved.
+  function load(done) {
+    if (island.dataset.encoding !== "gzip+base64") { done(JSON.parse(island.textContent)); return; }
+    var bin = atob(island.textContent.trim());
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    new Response(stream).text().then(function (text) { done(JSON.parse(text)); });
+  }
+  load(run);
+
+  function run(D) {
   var T = D.trajectories;
   var markRe = D.markup ? new RegExp(D.markup, "g") : null;
   var state = { q: "", rule: "", cause: "", variant: "", reward: "", page: 0 };
@@ -174,11 +187,12 @@
     var s = el("summary");
     var head = el("div", "thead");
     head.appendChild(el("span", "tk", "T" + t.k));
-    var task = t.task === null || t.task === undefined ? "no task id" : "task " + t.task;
-    head.appendChild(el("span", null, task + (t.trial !== null && t.trial !== undefined ? " · trial " + t.trial : "")));
+    // A source without task ids is named by its trajectory id, and its trial counter is not shown.
+    var hasTask = t.task !== null && t.task !== undefined;
+    head.appendChild(el("span", null, hasTask ? "task " + t.task + (t.trial !== null && t.trial !== undefined ? " · trial " + t.trial : "") : t.id));
     if (t.variant) head.appendChild(el("span", null, t.variant));
     if (t.am) head.appendChild(el("span", "muted", t.am));
-    head.appendChild(el("span", "reward " + rewardBucket(t.reward), "reward " + (t.reward === null || t.reward === undefined ? "—" : t.reward)));
+    if (t.reward !== null && t.reward !== undefined) head.appendChild(el("span", "reward " + rewardBucket(t.reward), "reward " + t.reward));
     head.appendChild(el("span", "muted", plural(t.turns.length, "turn")));
     if (t.term) head.appendChild(el("span", "muted", "ended " + t.term));
     head.appendChild(el("span", t.nf ? "nf bad" : "nf", plural(t.nf, "finding")));
@@ -208,13 +222,13 @@
     var box = el("div", "strip");
     var rule = state.rule && state.rule !== "*" ? ruleIndex(state.rule) : -1;
     t.turns.forEach(function (u) {
-      var cls = "cell role-" + u.role;
+      var cls = "cell role-" + D.ra[u.a][0];
       if (u.f) {
         cls += " flagged";
         if (rule >= 0 && u.f.some(function (f) { return f[0] === rule; })) cls += " hit";
       }
       var c = el("span", cls);
-      c.title = "turn " + u.i + " · " + u.role + "/" + u.actor + (u.f ? " · " + u.f.map(function (f) { return D.rules[f[0]].id; }).join(", ") : "");
+      c.title = "turn " + u.i + " · " + D.ra[u.a][0] + "/" + D.ra[u.a][1] + (u.f ? " · " + u.f.map(function (f) { return D.rules[f[0]].id; }).join(", ") : "");
       box.appendChild(c);
     });
     return box;
@@ -258,14 +272,14 @@
   }
 
   function turn(t, u) {
-    var box = el("div", "turn role-" + u.role + (u.f ? " flagged" : ""));
+    var box = el("div", "turn role-" + D.ra[u.a][0] + (u.f ? " flagged" : ""));
     box.id = "turn-" + t.k + "-" + u.i;
     var meta = el("div", "tmeta");
     meta.appendChild(el("span", "ti", "#" + u.i));
-    meta.appendChild(el("span", "role", u.role));
-    meta.appendChild(el("span", null, actorName(u.actor)));
+    meta.appendChild(el("span", "role", D.ra[u.a][0]));
+    meta.appendChild(el("span", null, actorName(D.ra[u.a][1])));
     if (u.m) meta.appendChild(el("span", "muted", u.m));
-    meta.appendChild(el("span", null, "finish " + (u.fr || "—") + (u.frr ? " (" + u.frr + ")" : "")));
+    if (u.fr || u.frr) meta.appendChild(el("span", null, "finish " + (u.fr || u.frr) + (u.fr && u.frr ? " (" + u.frr + ")" : "")));
     if (u.tk) {
       var tk = [];
       if (u.tk[0] !== null) tk.push("in " + fmt(u.tk[0]));
@@ -276,7 +290,8 @@
     if (u.cap !== undefined) meta.appendChild(el("span", "muted", "cap " + fmt(u.cap)));
     if (u.hs !== undefined) meta.appendChild(el("span", u.hs >= 400 ? "bad" : null, "HTTP " + u.hs));
     if (u.tc) meta.appendChild(el("span", null, plural(u.tc.length, "tool call")));
-    meta.appendChild(el("span", "src", (D.paths[u.p] || "?") + (u.l ? ":" + u.l : "")));
+    var up = u.p === undefined ? t.p : u.p, ul = u.l === undefined ? t.l : u.l;
+    meta.appendChild(el("span", "src", (D.paths[up] || "?") + (ul ? ":" + ul : "")));
     var link = el("a", "permalink", "link");
     link.href = "#turn-" + t.k + "-" + u.i;
     meta.appendChild(link);
@@ -356,4 +371,7 @@
   apply();
   window.addEventListener("hashchange", route);
   if (location.hash) route();
+  // When the explorer became usable, in ms since navigation (benchmarks/report_load.py).
+  $("explorer").dataset.readyMs = String(Math.round(performance.now()));
+  }
 })();

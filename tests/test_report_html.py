@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -96,7 +97,15 @@ def _outline(page: str) -> _Outline:
 
 def _island(page: str) -> dict:
     m = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
-    assert m, "no data island"
+    if m is None:  # a large scan's island: gzipped and base64'd (html.COMPRESS_ABOVE)
+        m = re.search(
+            r'<script type="application/octet-stream" id="explorer-data" '
+            r'data-encoding="gzip\+base64">(.*?)</script>',
+            page,
+            re.S,
+        )
+        assert m, "no data island"
+        return json.loads(gzip.decompress(base64.b64decode(m.group(1))))
     return json.loads(m.group(1))
 
 
@@ -239,8 +248,11 @@ def test_explorer_data_holds_every_trajectory_and_turn(output2):
         (t["nf"] for t in data["trajectories"]), reverse=True
     )
     t = data["trajectories"][0]
-    assert data["paths"][t["turns"][1]["p"]].endswith("output2.txt")
-    assert all(isinstance(u["l"], int) for u in t["turns"])
+    # A turn names its file and line only where they differ from its episode's.
+    assert data["paths"][t["turns"][1].get("p", t["p"])].endswith("output2.txt")
+    assert all(isinstance(u.get("l", t["l"]), int) for u in t["turns"])
+    assert len({u["l"] for u in t["turns"] if "l" in u}) > 1  # a console log: a line per turn
+    assert all(data["ra"][u["a"]][0] in ("system", "user", "assistant", "tool") for u in t["turns"])
     # The static page has no trajectory cards: the script renders one page of them.
     assert 'class="traj"' not in page
 
@@ -342,3 +354,28 @@ def test_thousands_of_trajectories_stay_one_light_page(tmp_path):
     assert 'class="traj"' not in page
     # 3,000 copies of the 4,800-char system prompt alone would weigh 14 MB.
     assert len(page) < 6_000_000
+
+
+def test_a_large_scans_island_is_gzipped_the_same_data_the_same_bytes(tmp_path):
+    page, m, _ = render_html([many_trajectories(tmp_path, 3000)])
+    assert 'data-encoding="gzip+base64"' in page  # above html.COMPRESS_ABOVE
+    plain = html.render(m, compress_above=10**12)
+    assert _island(page) == _island(plain)
+    assert html.render(m) == page  # no timestamp in the gzip stream: same scan, same bytes
+    assert len(page) < len(plain) / 3
+    # A small scan keeps the readable JSON island.
+    small, _, _ = render_html([SAMPLES / "output2.txt"])
+    assert '<script type="application/json" id="explorer-data">' in small
+
+
+def test_the_text_budget_shrinks_per_turn_as_the_scan_grows():
+    small = model._turn_limits(1_000, 50)
+    assert small == (model.TURN_CHARS, model.TURN_CHARS)
+    plain, flagged = model._turn_limits(630_000, 10_000)  # 20,000 tau-bench trajectories
+    assert plain == model.MIN_TURN_CHARS and flagged > 20 * plain
+    assert flagged * 10_000 <= model.DATA_BUDGET_CHARS // 2
+    mid_plain, mid_flagged = model._turn_limits(60_000, 2_000)
+    assert model.MIN_TURN_CHARS < mid_plain < model.TURN_CHARS
+    assert mid_flagged == model.FLAGGED_TURN_CHARS
+    total = mid_plain * 58_000 + mid_flagged * 2_000
+    assert total <= model.DATA_BUDGET_CHARS

@@ -9,6 +9,7 @@ exactly that one script (by its sha256 in the CSP) and nothing from the network.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -24,6 +25,10 @@ from forensics.render import charts
 
 PAGE_SIZE = 20
 MAX_REJECT_ROWS = 500
+# A data island larger than this goes into the page gzipped (base64), and the page inflates it
+# with the browser's own DecompressionStream: a large scan's turns are repetitive JSON that
+# shrinks several times over. Smaller islands stay plain JSON, readable in the page source.
+COMPRESS_ABOVE = 2_000_000
 
 # Markup worth seeing at a glance in model text: reasoning tags (markers.py) and the tool-call
 # markup of the common parsers (failure-catalogue §1), literal, plus the XML-ish call headers.
@@ -119,6 +124,11 @@ def json_island(data: Any) -> Markup:
     return Markup(text)
 
 
+def packed_island(text: str) -> str:
+    """JSON text gzipped (no timestamp: the same scan gives the same bytes) and base64'd."""
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode()
+
+
 def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
@@ -130,7 +140,9 @@ def _version() -> str:
         return "dev"
 
 
-def render(model: dict[str, Any], templates: Path | None = None) -> str:
+def render(
+    model: dict[str, Any], templates: Path | None = None, compress_above: int = COMPRESS_ABOVE
+) -> str:
     """The report page for a scan: one file, no network, one hashed inline script."""
     folder = templates or default_reports_dir()
     env = jinja2.Environment(
@@ -152,8 +164,8 @@ def render(model: dict[str, Any], templates: Path | None = None) -> str:
         t["id"]: [
             {
                 "turn_index": u["i"],
-                "role": u["role"],
-                "actor": u["actor"],
+                "role": data["ra"][u["a"]][0],
+                "actor": data["ra"][u["a"]][1],
                 "rules": [data["rules"][f[0]]["id"] for f in u.get("f", [])],
             }
             for u in t["turns"]
@@ -178,11 +190,13 @@ def render(model: dict[str, Any], templates: Path | None = None) -> str:
             charts.timeline(data["trajectories"], turn_rows),
         ),
     ]
+    island = json_island(data)
     return env.get_template("report.html.j2").render(
         m=model,
         handle=handle,
         figures=[(fid, title, chart) for fid, title, chart in figures if chart is not None],
-        data=json_island(data),
+        data=island if len(island) <= compress_above else Markup(packed_island(island)),
+        packed=len(island) > compress_above,
         script=Markup(script),
         script_hash=_script_hash(script),
         page_size=PAGE_SIZE,
