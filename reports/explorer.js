@@ -5,16 +5,42 @@
   var island = document.getElementById("explorer-data");
   if (!island) return;
 
-  // A large scan's island is gzipped and base64'd (html.COMPRESS_ABOVE): inflated here with
-  // the browser's own DecompressionStream, no network involved.
-  function load(done) {
-    if (island.dataset.encoding !== "gzip+base64") { done(JSON.parse(island.textContent)); return; }
-    var bin = atob(island.textContent.trim());
+  // A large scan's island is gzipped and base64'd (html.COMPRESS_ABOVE) in two parts: the
+  // index (every trajectory's header, what the filters and the cards show) and the turns,
+  // each trajectory's a JSON text of its own, one a line. The index is inflated and shown
+  // first; the turns inflate after, with the browser's own DecompressionStream (no network),
+  // and are parsed per trajectory when a card, a search or a link first needs them.
+  var turnsReady = true;
+  var whenTurns = [];
+  function inflate(b64) {
+    var bin = atob(b64);
     var bytes = new Uint8Array(bin.length);
     for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    new Response(stream).text().then(function (text) { done(JSON.parse(text)); });
+    return new Response(stream).text();
   }
+  function load(done) {
+    if (island.dataset.encoding !== "gzip+base64") { done(JSON.parse(island.textContent)); return; }
+    var parts = island.textContent.trim().split(" ");
+    turnsReady = false;
+    inflate(parts[0]).then(function (text) {
+      var D = JSON.parse(text);
+      done(D);
+      return inflate(parts[1]).then(function (blob) {
+        var lines = blob.split("\n");
+        D.trajectories.forEach(function (t, i) { t.tj = lines[i]; });
+        turnsReady = true;
+        document.getElementById("explorer").dataset.turnsMs = String(Math.round(performance.now()));
+        whenTurns.splice(0).forEach(function (f) { f(); });
+      });
+    });
+  }
+  function afterTurns(f) { if (turnsReady) f(); else whenTurns.push(f); }
+  function turnsOf(t) {
+    if (t.turns === undefined) { t.turns = JSON.parse(t.tj); t.tj = undefined; }
+    return t.turns;
+  }
+  var ROLE_OF = { s: "system", u: "user", a: "assistant", t: "tool" };
   load(run);
 
   function run(D) {
@@ -114,7 +140,7 @@
     if (!haystacks) haystacks = {};
     var h = haystacks[t.k];
     if (h === undefined) {
-      h = [t.id, t.task, t.run, D.paths[t.p] || ""].concat(t.turns.map(turnText)).join("\n").toLowerCase();
+      h = [t.id, t.task, t.run, D.paths[t.p] || ""].concat(turnsOf(t).map(turnText)).join("\n").toLowerCase();
       haystacks[t.k] = h;
     }
     return h;
@@ -138,6 +164,11 @@
   }
 
   function apply() {
+    if (state.q && !turnsReady) {  // a search reads the turns: it runs once they are in
+      $("x-pager").textContent = "searching (the turns are still loading)…";
+      afterTurns(apply);
+      return;
+    }
     filtered = T.filter(matches);
     var pages = Math.max(1, Math.ceil(filtered.length / D.page_size));
     if (state.page >= pages) state.page = pages - 1;
@@ -193,13 +224,14 @@
     if (t.variant) head.appendChild(el("span", null, t.variant));
     if (t.am) head.appendChild(el("span", "muted", t.am));
     if (t.reward !== null && t.reward !== undefined) head.appendChild(el("span", "reward " + rewardBucket(t.reward), "reward " + t.reward));
-    head.appendChild(el("span", "muted", plural(t.turns.length, "turn")));
+    head.appendChild(el("span", "muted", plural(t.nt !== undefined ? t.nt : turnsOf(t).length, "turn")));
     if (t.term) head.appendChild(el("span", "muted", "ended " + t.term));
     head.appendChild(el("span", t.nf ? "nf bad" : "nf", plural(t.nf, "finding")));
     s.appendChild(head);
     var tags = el("div", "ttags");
     var perRule = {};
-    t.turns.forEach(function (u) { (u.f || []).forEach(function (f) { perRule[f[0]] = (perRule[f[0]] || 0) + 1; }); });
+    if (t.rc) t.rules.forEach(function (r, i) { perRule[r] = t.rc[i]; });
+    else turnsOf(t).forEach(function (u) { (u.f || []).forEach(function (f) { perRule[f[0]] = (perRule[f[0]] || 0) + 1; }); });
     t.rules.forEach(function (r) { tags.appendChild(chip(D.rules[r].id + " ×" + perRule[r], "rule sev-" + D.rules[r].severity)); });
     t.causes.forEach(function (c) { tags.appendChild(chip("cause " + D.causes[c].rank, "cause")); });
     tags.appendChild(el("span", "src", (D.paths[t.p] || "?") + (t.l ? ":" + t.l : "")));
@@ -211,8 +243,12 @@
         d.dataset.rendered = "1";
         var body = el("div", "turns");
         if (t.err) body.appendChild(el("div", "terr", "episode error: " + t.err));
-        t.turns.forEach(function (u) { body.appendChild(turn(t, u)); });
+        var wait = turnsReady ? null : body.appendChild(el("p", "note", "loading the turns…"));
         d.appendChild(body);
+        afterTurns(function () {
+          if (wait) body.removeChild(wait);
+          turnsOf(t).forEach(function (u) { body.appendChild(turn(t, u)); });
+        });
       }
     });
     return d;
@@ -221,7 +257,14 @@
   function strip(t) {
     var box = el("div", "strip");
     var rule = state.rule && state.rule !== "*" ? ruleIndex(state.rule) : -1;
-    t.turns.forEach(function (u) {
+    if (!turnsReady && t.st !== undefined) {  // from the index until the turns are in
+      t.st.split("").forEach(function (ch) {
+        var low = ch.toLowerCase();
+        box.appendChild(el("span", "cell role-" + (ROLE_OF[low] || "other") + (ch !== low ? " flagged" : "")));
+      });
+      return box;
+    }
+    turnsOf(t).forEach(function (u) {
       var cls = "cell role-" + D.ra[u.a][0];
       if (u.f) {
         cls += " flagged";
@@ -333,6 +376,9 @@
   }
 
   function openTurn(k, i) {
+    afterTurns(function () { openTurnNow(k, i); });
+  }
+  function openTurnNow(k, i) {
     var t = byK[k];
     if (!t) return;
     var pos = filtered.indexOf(t);

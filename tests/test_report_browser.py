@@ -446,6 +446,25 @@ def test_a_large_scans_compressed_island_opens_the_same_explorer(tmp_path):
         assert len(_visible_cards(browser)) == 4
         _select(browser, "x-rule", "unclosed-think")
         assert len(_visible_cards(browser)) == 3
+        # Searching and following an evidence link read the turns, inflated after the index.
+        browser.js("document.getElementById('x-reset').click()")
+        browser.js("document.getElementById('x-q').focus()")
+        browser.send("Input.insertText", {"text": "air purifier"})
+        time.sleep(0.5)
+        cards = _visible_cards(browser)
+        assert [c["text"].split("task ")[1].split()[0] for c in cards] == ["48"]
+        assert browser.js("document.getElementById('explorer').dataset.turnsMs")
+        browser.js("document.getElementById('x-reset').click()")
+        href = browser.js("document.querySelector('#cause-1 .evidence a').getAttribute('href')")
+        link = f"#cause-1 .evidence a[href={json.dumps(href)}]"
+        browser.js(f"document.querySelector({json.dumps(link)}).click()")
+        time.sleep(0.3)
+        turn = browser.js(
+            f"""(() => {{ const t = document.getElementById({json.dumps(href[1:])});
+                return t && {{ text: t.innerText,
+                               target: t.classList.contains('target') }}; }})()"""
+        )
+        assert turn and turn["target"] and "unclosed-think" in turn["text"]
         assert browser.problems() == []
         assert {u.split(":", 1)[0] for u in browser.requests()} <= {"file"}
     finally:

@@ -105,7 +105,22 @@ def _island(page: str) -> dict:
             re.S,
         )
         assert m, "no data island"
-        return json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+        index, turns = (gzip.decompress(base64.b64decode(p)).decode() for p in m.group(1).split())
+        data = json.loads(index)
+        lines = turns.split("\n")
+        assert len(lines) == len(data["trajectories"])  # one line of turns per trajectory
+        for t, line in zip(data["trajectories"], lines, strict=True):
+            t["turns"] = json.loads(line)
+            # The index's strip and counts are the turns' own.
+            assert t.pop("nt") == len(t["turns"])
+            assert t.pop("st").lower() == "".join(
+                {"system": "s", "user": "u", "assistant": "a", "tool": "t"}.get(
+                    data["ra"][u["a"]][0], "x"
+                )
+                for u in t["turns"]
+            )
+            assert sum(t.pop("rc")) == t["nf"]
+        return data
     return json.loads(m.group(1))
 
 

@@ -124,9 +124,49 @@ def json_island(data: Any) -> Markup:
     return Markup(text)
 
 
-def packed_island(text: str) -> str:
-    """JSON text gzipped (no timestamp: the same scan gives the same bytes) and base64'd."""
+# One letter per role in a trajectory's strip of turns (upper case: the turn has findings).
+_ROLE_LETTER = {"system": "s", "user": "u", "assistant": "a", "tool": "t"}
+
+
+def packed_island(data: dict[str, Any]) -> str:
+    """The explorer's data gzipped (no timestamp: the same scan gives the same bytes), base64,
+    as two parts separated by a space.
+
+    The first is the index: the data without the turns, each trajectory with its turn count
+    (`nt`), its strip of turns (`st`) and its count per rule (`rc`, in the order of `rules`),
+    all the list of cards needs. The second is the turns, each trajectory's on a JSON line of
+    its own, in order. The page shows the index first and parses a trajectory's turns only when
+    it shows them: parsing hundreds of thousands of turn objects up front is what made a large
+    report slow to open. Compact JSON never holds a raw newline.
+    """
+    trajectories = data["trajectories"]
+    index = {**data, "trajectories": [_header(t, data["ra"]) for t in trajectories]}
+    turns = "\n".join(_json(t["turns"]) for t in trajectories)
+    return f"{_packed(_json(index))} {_packed(turns)}"
+
+
+def _header(t: dict[str, Any], role_actor: list[list[str]]) -> dict[str, Any]:
+    per_rule: dict[int, int] = {}
+    strip = []
+    for u in t["turns"]:
+        letter = _ROLE_LETTER.get(role_actor[u["a"]][0], "x")
+        strip.append(letter.upper() if u.get("f") else letter)
+        for f in u.get("f", []):
+            per_rule[f[0]] = per_rule.get(f[0], 0) + 1
+    header = {k: v for k, v in t.items() if k != "turns"}
+    return header | {
+        "nt": len(t["turns"]),
+        "st": "".join(strip),
+        "rc": [per_rule.get(r, 0) for r in t["rules"]],
+    }
+
+
+def _packed(text: str) -> str:
     return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _script_hash(script: str) -> str:
@@ -195,7 +235,7 @@ def render(
         m=model,
         handle=handle,
         figures=[(fid, title, chart) for fid, title, chart in figures if chart is not None],
-        data=island if len(island) <= compress_above else Markup(packed_island(island)),
+        data=island if len(island) <= compress_above else Markup(packed_island(data)),
         packed=len(island) > compress_above,
         script=Markup(script),
         script_hash=_script_hash(script),
