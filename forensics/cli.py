@@ -461,6 +461,88 @@ def scan(
     sys.exit(verdict.exit_code)
 
 
+@cli.command("show")
+@click.argument("trajectory")
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read the episode from this database (written by scan --db) instead of scanning.",
+)
+@click.option("--full", is_flag=True, help="Show every turn whole, not clipped.")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour by role and severity; auto: on a terminal, unless NO_COLOR is set.",
+)
+@_rules_option
+@_config_options
+def show_cmd(
+    trajectory: str,
+    paths: tuple[str, ...],
+    db_path: Path | None,
+    full: bool,
+    color: str,
+    rules_dirs: tuple[Path, ...],
+    config_path: Path | None,
+    no_config: bool,
+) -> None:
+    """Print one trajectory turn by turn, with its findings inline.
+
+    TRAJECTORY is a trajectory id, a prefix that names one, a task id, or TASK:TRIAL. The
+    episode is read from --db (what that scan saw, at once) or by scanning PATHS again.
+
+    Exit codes: 0 shown; 2 no such trajectory, an ambiguous one (the candidates are listed),
+    or no --db and no PATHS.
+    """
+    from forensics import show
+    from forensics.render import episode
+
+    try:
+        if db_path is not None:
+            view = show.from_db(db_path, trajectory)
+        elif paths:
+            from forensics.pipeline import scan as run_scan
+
+            settings = _settings(config_path, no_config)
+            result = run_scan(list(paths), rules_dirs=list(rules_dirs), settings=settings)
+            view = show.from_scan(result, trajectory)
+        else:
+            _fail("show: give --db FILE (from scan --db) or the PATHS to scan")
+    except (show.ShowError, InputError, config.ConfigError) as exc:
+        _fail(str(exc))
+    except engine.RuleError as exc:
+        _fail(f"rule pack: {exc}")
+    style = _style(sys.stdout, color)
+    click.echo(episode.render(view, style, full=full), nl=False, color=style.color)
+
+
+@cli.command("view")
+@click.argument(
+    "report", default="forensics-report", type=click.Path(path_type=Path), required=False
+)
+@click.option("--print-url", is_flag=True, help="Print the report's file:// URL, open nothing.")
+def view_cmd(report: Path, print_url: bool) -> None:
+    """Open the HTML report in the browser: REPORT is report.html or the -o directory of the
+    scan that wrote it [default: forensics-report, scan's default].
+
+    Exit codes: 0 opened (or printed); 2 no report there.
+    """
+    import webbrowser
+
+    page = report / "report.html" if report.is_dir() else report
+    if not page.is_file():
+        _fail(f"{page}: no report there (forensics scan PATHS writes forensics-report/report.html)")
+    url = page.resolve().as_uri()
+    if print_url or not webbrowser.open(url):
+        if not print_url:
+            click.echo("forensics: no browser could be started; open this URL:", err=True)
+        click.echo(url)
+
+
 @cli.command()
 @click.argument("sql")
 @click.option(

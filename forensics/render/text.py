@@ -54,7 +54,7 @@ class Style:
                 lead = " " * (len(line) - len(body))
                 # Continuation lines of a numbered or labelled item sit under its text.
                 hang = re.match(r"(?:\d+\. |fix \d+: |e\.g\. |note: |- )", body)
-                more = lead + " " * (len(hang.group(0)) if hang else 2)
+                more = lead + " " * (len(hang.group(0)) if hang else 0)
                 out += textwrap.wrap(
                     body,
                     width=max(20, self.width),
