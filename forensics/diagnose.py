@@ -208,16 +208,15 @@ def diagnose(
     for i, c in enumerate(causes, 1):
         c.rank = i
         share = f"{c.trajectories} of {total} trajectories"
-        c.why_ranked = (
+        c.why_ranked = agree(
             f"touches {share}, {c.severity} severity, {c.confidence} evidence, "
             f"reward lost {c.reward_lost:g}"
             + ("; upstream of " + ", ".join(e["rule"] for e in c.explains) if c.explains else "")
         )
     parsers = _parser_checks(trajectories)
     keep = _keep(turns, trajectories, findings, parsers)
-    return Diagnosis(
-        causes, keep, _validation(causes, trajectories), _verdict(causes, total), parsers
-    )
+    validation = [agree(step) for step in _validation(causes, trajectories)]
+    return Diagnosis(causes, keep, validation, agree(_verdict(causes, total)), parsers)
 
 
 def _incidents(own: pl.DataFrame, symptoms: list[pl.DataFrame]) -> pl.DataFrame:

@@ -469,3 +469,29 @@ def test_a_large_scans_compressed_island_opens_the_same_explorer(tmp_path):
         assert {u.split(":", 1)[0] for u in browser.requests()} <= {"file"}
     finally:
         browser.close()
+
+
+def test_a_capture_without_task_ids_reads_without_placeholders(tmp_path):
+    """A capture has no task ids and its trial is a counter: episodes go by trajectory id."""
+    from conftest import DATA
+
+    browser = _open(tmp_path, "capture", [DATA / "capture" / "vllm_agent_loop.jsonl"])
+    try:
+        browser.js(
+            """document.querySelectorAll('details').forEach(d => {
+                 d.open = true; d.dispatchEvent(new Event('toggle')); })"""
+        )
+        text = browser.js("document.body.innerText")
+        for placeholder in ("None", "undefined", "null", "NaN", "task None", "turn None"):
+            assert placeholder not in text, placeholder
+        cards = _visible_cards(browser)
+        assert cards and all("task " not in c["text"] and "trial " not in c["text"] for c in cards)
+        assert "finish " in browser.js("document.getElementById('x-list').innerText")
+        assert not re.search(r"\b1 (\w+ )?(turns|trajectories|findings)\b", text)
+        browser.viewport(390, mobile=True)
+        fit = _overflow(browser)
+        assert fit["scroll"] <= fit["client"] and fit["wide"] == [], fit
+        browser.screenshot(tmp_path / "capture-390.png")
+        assert browser.problems() == []
+    finally:
+        browser.close()

@@ -118,6 +118,7 @@ def output_lengths(data: dict[str, Any] | None) -> Chart | None:
         "per token (dashed)"
     )
     caption = f"{note}. " + "; ".join(sentences) + "."
+    caption = agree(caption)
     return Chart(_svg(WIDTH, height, caption, body), caption)
 
 
@@ -238,6 +239,7 @@ def findings_per_rule(model: dict[str, Any]) -> Chart:
             "pass: " + ", ".join(blind)
         )
     caption += "."
+    caption = agree(caption)
     return Chart(_svg(WIDTH, max(1, len(found)) * row_h + 4, caption, body), caption)
 
 
@@ -294,6 +296,7 @@ def findings_per_variant(model: dict[str, Any]) -> Chart | None:
             )
         )
     caption = "Findings per variant and agent model, by rule: " + "; ".join(sentences) + "."
+    caption = agree(caption)
     return Chart(_svg(WIDTH, head_h + len(rows) * row_h + 4, caption, body), caption)
 
 
@@ -355,4 +358,5 @@ def timeline(
         f"{flagged_rows} with findings. Cells are turns coloured by role; red marks a turn with a "
         "finding. Click a cell to open the turn."
     )
+    caption = agree(caption)
     return Chart(_svg(WIDTH, legend_y + 16, caption, body), caption)
