@@ -40,7 +40,8 @@ class Meter:
         self.files_done = 0
         self.bytes_done = 0  # of the files finished
         self.current_size = 0
-        self.fd: int | None = None
+        self.stream_of_file: Any = None  # the raw file object a reader has open
+        self.offset = 0  # the furthest offset seen in the current file
         self.in_file = False
         self.turns: Callable[[], int] = lambda: 0
         self.stage_name = "reading"
@@ -64,19 +65,20 @@ class Meter:
             if self.in_file:
                 self.files_done += 1
                 self.bytes_done += self.current_size
-            self.current_size, self.fd, self.in_file = size, None, True
+            self.current_size, self.stream_of_file, self.offset = size, None, 0
+            self.in_file = True
 
     def read_bytes(self) -> int:
-        """Bytes read so far: the finished files and the offset in the current one."""
+        """Bytes read so far: the finished files and the furthest offset in the current one
+        (a reader that reads a file twice, head then whole, never moves it back)."""
         with self._lock:
-            done, fd, size = self.bytes_done, self.fd, self.current_size
-        offset = 0
-        if fd is not None:
-            try:
-                offset = min(size, os.lseek(fd, 0, os.SEEK_CUR))
-            except OSError:  # closed meanwhile: the next file() counts it whole
-                offset = 0
-        return done + offset
+            done, f, size = self.bytes_done, self.stream_of_file, self.current_size
+        if f is not None and not f.closed:
+            # Asked of the descriptor, not the file object: that one belongs to the reader's
+            # thread. A descriptor closed meanwhile raises, and the offset stays as it was.
+            with suppress(OSError, ValueError):
+                self.offset = max(self.offset, min(size, os.lseek(f.fileno(), 0, os.SEEK_CUR)))
+        return done + self.offset
 
     def line(self) -> str:
         elapsed = max(1e-6, self.clock() - self.started)
@@ -134,8 +136,7 @@ def file(path: Path) -> None:
 def opened(stream: Any) -> None:
     """A reader opened the current file (its raw file object)."""
     if _meter is not None:
-        with suppress(AttributeError, OSError, ValueError):
-            _meter.fd = stream.fileno()
+        _meter.stream_of_file = stream
 
 
 def counting(turns: Callable[[], int]) -> None:

@@ -161,7 +161,8 @@ def statistics(model: dict[str, Any], style: Style = PLAIN) -> str:
     s = model["summary"]
     where = _plural(s["trajectories_with_findings"], "trajectory", "trajectories")
     lines.append(f"Found {_plural(s['findings'], 'finding')} in {where}.")
-    return style.lines("\n".join(lines)) + "\n"
+    # A table: coloured like the summary, never wrapped.
+    return Style(None, style.color).lines("\n".join(lines)) + "\n"
 
 
 def explain_formats(model: dict[str, Any]) -> str:
