@@ -318,3 +318,13 @@ def test_the_readme_pre_commit_example_uses_the_hook():
     block = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, flags=re.S).group(1))
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert block["repos"][0]["hooks"][0]["id"] == hook["id"]
+
+
+def test_write_baseline_to_stdout_is_the_baseline_document(tmp_path):
+    res = run("scan", OUTPUT2, "--no-report", "--write-baseline", "-")
+    assert res.exit_code == 0
+    doc = json.loads(res.stdout)
+    out = tmp_path / "b.json"
+    run("scan", OUTPUT2, "--no-report", "--write-baseline", str(out))
+    assert doc == json.loads(out.read_text())
+    assert "baseline: wrote 47 findings to stdout" in res.stderr
