@@ -29,6 +29,7 @@ MAX_REJECT_ROWS = 500
 # with the browser's own DecompressionStream: a large scan's turns are repetitive JSON that
 # shrinks several times over. Smaller islands stay plain JSON, readable in the page source.
 COMPRESS_ABOVE = 2_000_000
+MIN_TURN_JSON = len('{"i":0,"a":0},')
 
 # Markup worth seeing at a glance in model text: reasoning tags (markers.py) and the tool-call
 # markup of the common parsers (failure-catalogue §1), literal, plus the XML-ish call headers.
@@ -230,13 +231,17 @@ def render(
             charts.timeline(data["trajectories"], turn_rows),
         ),
     ]
-    island = json_island(data)
+    # Every turn takes at least MIN_TURN_JSON bytes of the island: past the threshold by that
+    # count alone, the plain island is not built just to be measured.
+    turns = sum(len(t["turns"]) for t in data["trajectories"])
+    island = None if turns * MIN_TURN_JSON > compress_above else json_island(data)
+    packed = island is None or len(island) > compress_above
     return env.get_template("report.html.j2").render(
         m=model,
         handle=handle,
         figures=[(fid, title, chart) for fid, title, chart in figures if chart is not None],
-        data=island if len(island) <= compress_above else Markup(packed_island(data)),
-        packed=len(island) > compress_above,
+        data=Markup(packed_island(data)) if packed else island,
+        packed=packed,
         script=Markup(script),
         script_hash=_script_hash(script),
         page_size=PAGE_SIZE,
