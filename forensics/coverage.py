@@ -55,9 +55,10 @@ def groups(
     """not_checked rows ({path, rule, missing}) as groups of rules by the columns they lacked.
 
     formats: path -> detected format. Each group is {"missing": [column, ...], "rules":
-    [rule, ...], "files": n}: the columns (any one of which would have let the rules run, "+"
-    joining columns needed together), the rules, and how many files lacked them. A rule lacking
-    different columns in different files is listed once, under everything it lacked.
+    [rule, ...], "files": n, "paths": [path, ...]}: the columns (any one of which would have let
+    the rules run, "+" joining columns needed together), the rules, and the files that lacked
+    them. A rule lacking different columns in different files is listed once, under everything
+    it lacked.
     """
     per_rule: dict[str, set[str]] = {}
     files_of: dict[str, set[str]] = {}
@@ -71,13 +72,11 @@ def groups(
     by_key: dict[tuple[str, ...], list[str]] = {}
     for rule, missing in per_rule.items():
         by_key.setdefault(_simplest(missing), []).append(rule)
-    out = [
-        {
-            "missing": list(key),
-            "rules": sorted(rules),
-            "files": len(set().union(*(files_of[r] for r in rules))),
-        }
-        for key, rules in by_key.items()
-    ]
+    out = []
+    for key, rules in by_key.items():
+        paths = sorted(set().union(*(files_of[r] for r in rules)))
+        out.append(
+            {"missing": list(key), "rules": sorted(rules), "files": len(paths), "paths": paths}
+        )
     out.sort(key=lambda g: (-len(g["rules"]), g["missing"]))
     return out

@@ -235,9 +235,14 @@ def test_transport_columns_are_no_news_for_benchmark_files_only():
     ]
     formats = {"a.txt": "tau_bench_log", "b.json": "tau_bench_results", "c.jsonl": "api_capture"}
     assert coverage.groups(rows, formats) == [
-        {"missing": ["finish_reason"], "rules": ["http-error"], "files": 1},
-        {"missing": ["finish_reason", "output_tokens"], "rules": ["max-tokens"], "files": 2},
-        {"missing": ["request_hash"], "rules": ["retry-storm"], "files": 1},
+        {"missing": ["finish_reason"], "rules": ["http-error"], "files": 1, "paths": ["a.txt"]},
+        {
+            "missing": ["finish_reason", "output_tokens"],
+            "rules": ["max-tokens"],
+            "files": 2,
+            "paths": ["a.txt", "b.json"],
+        },
+        {"missing": ["request_hash"], "rules": ["retry-storm"], "files": 1, "paths": ["c.jsonl"]},
     ]
     benchmark_only = {p: "tau_bench_log" for p in formats}
     assert all("retry-storm" not in g["rules"] for g in coverage.groups(rows, benchmark_only))
