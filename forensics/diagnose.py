@@ -267,9 +267,11 @@ def _keep(
         rewards = clean["reward"].drop_nulls()
         mean = f"; mean reward {rewards.mean():.2f}" if rewards.len() else ""
         noun = "trajectory" if clean.height == 1 else "trajectories"
+        # Scoring is vouched for only where there are scores (a capture has none).
+        works = "the harness, tools and scoring work" if rewards.len() else "the setup works"
         keep.append(
-            f"{clean.height} {noun}{tasks} ran without findings{mean}: "
-            "the harness, tools and scoring work — keep them as the control."
+            f"{clean.height} {noun}{tasks} ran without findings{mean}: {works} — keep "
+            f"{'it' if clean.height == 1 else 'them'} as the control."
         )
     for check in parsers:
         if check.expected != check.parser:
