@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fnmatch
 import os
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -168,7 +168,7 @@ def _chosen_rules(
 
     chosen = named(select, "--select") if select else set(known)
     off = set(settings.disable) | (set(known) - chosen) | named(ignore, "--ignore")
-    return dataclasses.replace(settings, disable=tuple(sorted(off)))
+    return replace(settings, disable=tuple(sorted(off)))
 
 
 @cli.command()
@@ -254,6 +254,12 @@ def _chosen_rules(
     "baseline is not a gate run.",
 )
 @click.option(
+    "--no-fuse",
+    is_flag=True,
+    help="Count each artifact's episodes apart: do not merge an episode seen in several files "
+    "(console log, results file, capture of the same run) into one trajectory.",
+)
+@click.option(
     "--allow-unchecked",
     is_flag=True,
     help="Do not fail when a --max-rate rule can run on none of the inputs (it lacks the "
@@ -307,6 +313,7 @@ def scan(
     write_baseline: Path | None,
     allow_unchecked: bool,
     allow_unreadable: bool,
+    no_fuse: bool,
     max_rejects: int | None,
     exit_zero: bool,
     config_path: Path | None,
@@ -373,6 +380,8 @@ def scan(
                 max_decompressed_mb, max_document_mb
             )
             settings = _chosen_rules(settings, rules_dirs, select, ignore)
+            if no_fuse:
+                settings = replace(settings, fuse=False)
             baseline = gate.load_baseline(baseline_path) if baseline_path else None
             outputs = [p for p in (*files.values(), db_path, parquet_dir) if not _is_dash(p)]
             result = run_scan(

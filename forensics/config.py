@@ -16,6 +16,7 @@ pyproject.toml without `[tool.forensics]` is skipped. Command-line flags win ove
     params = { think-loop = { min_similarity = 0.6 } }   # rule parameters (rules explain ID)
     max-decompressed-mb = 4096   # a .gz inflating past this is rejected (a zip bomb)
     max-document-mb = 1024       # a JSON document read whole past this is rejected
+    fuse = true                  # false: each artifact's episodes counted apart (no fusion)
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ KEYS = (
     "allow-unchecked",
     "allow-unreadable",
     "max-rejects",
+    "fuse",
 )
 
 
@@ -68,6 +70,8 @@ class Settings:
     allow_unchecked: bool = False
     allow_unreadable: bool = False
     max_rejects: int | None = None
+    # One trajectory per episode seen in several artifacts (ingest.fusion).
+    fuse: bool = True
     # ignore-paths are relative to the directory of the file that names them.
     base: Path = field(default_factory=Path.cwd)
 
@@ -224,12 +228,13 @@ def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
         allow_unchecked=_bool(table, "allow-unchecked", where),
         allow_unreadable=_bool(table, "allow-unreadable", where),
         max_rejects=_count(table, "max-rejects", where),
+        fuse=_bool(table, "fuse", where, default=True),
         base=source.resolve().parent if source else Path.cwd(),
     )
 
 
-def _bool(table: dict[str, Any], key: str, where: str) -> bool:
-    value = table.get(key, False)
+def _bool(table: dict[str, Any], key: str, where: str, default: bool = False) -> bool:
+    value = table.get(key, default)
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: {key} must be true or false")
     return value

@@ -216,7 +216,8 @@ def diagnose(
     parsers = _parser_checks(trajectories)
     keep = _keep(turns, trajectories, findings, parsers)
     validation = [agree(step) for step in _validation(causes, trajectories)]
-    return Diagnosis(causes, keep, validation, agree(_verdict(causes, total)), parsers)
+    verdict = agree(_verdict(causes, total, _by_run(causes, trajectories)))
+    return Diagnosis(causes, keep, validation, verdict, parsers)
 
 
 def _incidents(own: pl.DataFrame, symptoms: list[pl.DataFrame]) -> pl.DataFrame:
@@ -337,7 +338,26 @@ def _trajectories(n: int) -> str:
     return f"{n} trajectory" if n == 1 else f"{n} trajectories"
 
 
-def _verdict(causes: list[Cause], total: int) -> str:
+def _by_run(causes: list[Cause], trajectories: pl.DataFrame, shown: int = 6) -> str:
+    """Where the primary cause sits, run by run: runs are compared, never pooled."""
+    if not causes or trajectories["run_id"].n_unique() < 2:
+        return ""
+    hit = set(causes[0].trajectory_ids)
+    runs = (
+        trajectories.group_by("run_id", maintain_order=True)
+        .agg(
+            total=pl.len(),
+            hit=pl.col("trajectory_id").is_in(list(hit)).sum(),
+        )
+        .sort("hit", "run_id", descending=[True, False])
+    )
+    parts = [f"{run} {n} of {of}" for run, of, n in runs.head(shown).iter_rows()]
+    if runs.height > shown:
+        parts.append(f"{runs.height - shown} more runs")
+    return f" By run: {', '.join(parts)}."
+
+
+def _verdict(causes: list[Cause], total: int, by_run: str = "") -> str:
     if not causes:
         return f"No findings in {_trajectories(total)}."
     first = causes[0]
@@ -349,7 +369,7 @@ def _verdict(causes: list[Cause], total: int) -> str:
     )
     text = (
         f"Primary cause: {_lower_first(first.title)} — in {first.trajectories} of {total} "
-        f"trajectories ({counted}), reward lost {first.reward_lost:g}."
+        f"trajectories ({counted}), reward lost {first.reward_lost:g}.{by_run}"
     )
     if len(causes) > 1:
         rest = "; ".join(

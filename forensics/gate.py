@@ -270,6 +270,8 @@ def coverage(result: ScanResult) -> Coverage:
         for frame in (result.turns, result.trajectories)
         for p in frame["source_path"].drop_nulls().unique().to_list()
     }
+    # An artifact whose episodes were fused into another's was read all the same.
+    read |= set(result.trajectories["sources"].explode().drop_nulls().unique().to_list())
     rejects: dict[str, list[tuple[Any, str]]] = {}
     for path, line, reason in (
         result.rejects.sort("source_line", nulls_last=False)

@@ -123,6 +123,7 @@ def scan(
             exclude=[Path(p) for p in exclude or []],
             limits=settings.limits,
             ignore=settings.ignores if settings.ignore_paths else None,
+            fuse=settings.fuse,
         )
     )
     if settings.ignore_paths and not data.files and data.skipped:

@@ -15,7 +15,7 @@ from forensics import coverage
 from forensics.diagnose import ParserCheck
 from forensics.facts import CHARS_PER_TOKEN
 from forensics.report_types import LENGTH_COLUMNS, Finding, Report
-from forensics.result import ScanResult
+from forensics.result import ScanResult, runs_frame
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
 SCHEMA_VERSION = 2
@@ -151,6 +151,20 @@ def _by_variant(result: ScanResult) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _runs(result: ScanResult) -> list[dict[str, Any]]:
+    """One row per run (one experiment), in the order they started, for comparing them."""
+    runs = runs_frame(result).sort("started", "run_id", nulls_last=True)
+    return [
+        {
+            **{k: row[k] for k in ("run_id", "domain", "started", "agent_model", "user_model")},
+            **{k: row[k] for k in ("variant", "trajectories", "findings", "sources")},
+            "trajectories_with_findings": row["trajectories_with_findings"],
+            "mean_reward": None if row["mean_reward"] is None else round(row["mean_reward"], 4),
+        }
+        for row in runs.iter_rows(named=True)
+    ]
 
 
 def _fix_plan(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -555,6 +569,11 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
             "scored": rewards.len(),
             "trajectories_with_findings": result.findings["trajectory_id"].n_unique(),
             "by_variant": _by_variant(result),
+            "runs": _runs(result),
+            "disagreements": result.trajectories.filter(pl.col("disagreements").is_not_null())
+            .select("trajectory_id", "disagreements")
+            .sort("trajectory_id")
+            .to_dicts(),
         },
         "primary": primary,
         "verdict": result.diagnosis.verdict,

@@ -80,6 +80,9 @@ class Summary(TypedDict):
     scored: int
     trajectories_with_findings: int
     by_variant: list[dict[str, Any]]
+    runs: list[dict[str, Any]]  # result.runs_frame rows: run_id, domain, started, models, ...
+    # Episodes whose artifacts contradict each other: {trajectory_id, disagreements}
+    disagreements: list[dict[str, str]]
 
 
 class Trajectory(TypedDict):

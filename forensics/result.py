@@ -128,9 +128,47 @@ def causes_frame(result: ScanResult) -> pl.DataFrame:
     return pl.from_arrow(pa.Table.from_pylist(rows, schema=schema.CAUSES))  # type: ignore[return-value]
 
 
+# Run metadata keys that name the benchmark domain, and that say when the run started.
+_DOMAIN_KEYS = ("domain", "env", "environment")
+_STARTED_KEYS = ("started", "timestamp", "start_time")
+# tau-bench names its results file ..._MMDDHHMMSS.json (datetime.now().strftime("%m%d%H%M%S")).
+_TAU_STAMP = r"_(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})\.json$"
+
+
+def _label(keys: tuple[str, ...]) -> pl.Expr:
+    """The first of keys present in a trajectory's labels."""
+    found = [
+        pl.col("labels")
+        .list.eval(
+            pl.element().filter(pl.element().struct.field("key") == key).struct.field("value")
+        )
+        .list.first()
+        for key in keys
+    ]
+    return pl.coalesce(found)
+
+
 def runs_frame(result: ScanResult) -> pl.DataFrame:
+    trajectories = result.trajectories.with_columns(
+        domain=_label(_DOMAIN_KEYS),
+        started=_label(_STARTED_KEYS),
+        stamp_from=pl.coalesce(_label(("results_file",)), pl.col("source_path")),
+    ).with_columns(
+        started=pl.coalesce(
+            "started",
+            pl.col("stamp_from")
+            .str.extract_groups(_TAU_STAMP)
+            .struct.with_fields(
+                pl.format(
+                    "{}-{} {}:{}:{}",
+                    *(pl.field(str(i)) for i in range(1, 6)),
+                ).alias("stamp")
+            )
+            .struct.field("stamp"),
+        )
+    )
     traj = (
-        result.trajectories.sort(["run_id", "source_path", "source_line"], nulls_last=True)
+        trajectories.sort(["run_id", "source_path", "source_line"], nulls_last=True)
         .group_by("run_id", maintain_order=True)
         .agg(
             pl.col("source_path").first(),
@@ -138,6 +176,9 @@ def runs_frame(result: ScanResult) -> pl.DataFrame:
             pl.col("agent_model").drop_nulls().first(),
             pl.col("user_model").drop_nulls().first(),
             pl.col("variant").drop_nulls().first(),
+            pl.col("domain").drop_nulls().first(),
+            pl.col("started").drop_nulls().min(),
+            pl.col("sources").list.explode(keep_nulls=False, empty_as_null=False).unique().sort(),
             pl.len().cast(pl.Int64).alias("trajectories"),
             pl.col("reward").mean().alias("mean_reward"),
         )

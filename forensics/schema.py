@@ -189,6 +189,14 @@ TURN_COLUMNS: list[Column] = [
         "walked. NULL without the request.",
         redact=True,
     ),
+    Column(
+        "fused_from",
+        pa.string(),
+        "path:line of the call record (a capture of the same run) that supplied this turn's "
+        "call columns (finish reason, tokens, caps, status) when its own artifact lacked them; "
+        "NULL when nothing was fused in.",
+        redact=True,
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.
@@ -318,6 +326,20 @@ TRAJECTORY_COLUMNS: list[Column] = [
         "tau2 voice simulation logged as audio ticks without text messages).",
         redact=True,
     ),
+    Column(
+        "sources",
+        pa.list_(pa.string()),
+        "Every artifact the episode was read from (console log, results file, capture, ...), "
+        "sorted: one episode seen in several files is one trajectory (ingest.fusion).",
+        redact=True,
+    ),
+    Column(
+        "disagreements",
+        pa.string(),
+        "Where those artifacts contradict each other (two different rewards), in words; NULL "
+        "when they agree.",
+        redact=True,
+    ),
 ]
 TRAJECTORIES = _schema(TRAJECTORY_COLUMNS)
 
@@ -408,6 +430,24 @@ RUN_COLUMNS: list[Column] = [
     Column("agent_model", pa.string(), "Agent model (first seen in the run)."),
     Column("user_model", pa.string(), "User-simulator model (first seen in the run)."),
     Column("variant", pa.string(), "Experiment variant (first seen in the run)."),
+    Column(
+        "domain",
+        pa.string(),
+        "Benchmark domain / environment (retail, airline, telecom, ...) from the run metadata.",
+    ),
+    Column(
+        "started",
+        pa.string(),
+        "When the run started, as its artifacts say: a timestamp from the run metadata, else "
+        "from a results file name (tau-bench's _MMDDHHMMSS suffix gives MM-DD HH:MM:SS, no "
+        "year). NULL when nothing says.",
+    ),
+    Column(
+        "sources",
+        pa.list_(pa.string()),
+        "Every artifact the run's episodes were read from, sorted.",
+        redact=True,
+    ),
     Column("trajectories", pa.int64(), "Trajectories in the run."),
     Column("turns", pa.int64(), "Turns in the run."),
     Column("findings", pa.int64(), "Findings in the run."),

@@ -43,7 +43,14 @@ def relabel(result: ScanResult, spool: Path) -> ScanResult:
 
     def table(frame: pl.DataFrame) -> pl.DataFrame:
         texts = [c for c, t in frame.schema.items() if t == pl.String]
-        return frame.with_columns(pl.col(texts).str.replace_all(old, NAME, literal=True))
+        lists = [c for c, t in frame.schema.items() if t == pl.List(pl.String)]  # e.g. sources
+        return frame.with_columns(
+            pl.col(texts).str.replace_all(old, NAME, literal=True),
+            *(
+                pl.col(c).list.eval(pl.element().str.replace_all(old, NAME, literal=True))
+                for c in lists
+            ),
+        )
 
     def text(value: str | None) -> str | None:
         return value.replace(old, NAME) if value else value

@@ -16,6 +16,7 @@ Writes (next to this script):
   tau_bench_results_control.json       checkpoint of run 1
   tau_bench_results_frustrated.json    checkpoint of run 2
   tau_bench_results_truncated.json     run 2 checkpoint cut mid-rewrite
+  vllm_capture_frustrated.jsonl        proxy capture of run 2's calls to vLLM
 
 Stdlib only. All variation comes from random.Random(int seed), so the output is
 byte-identical on every run and machine (Python 3.11).
@@ -837,6 +838,162 @@ def console_run(preamble, namespace, task_ids, ckpt, records, httpx_line, epilog
 
 
 # --------------------------------------------------------------------------
+# Proxy capture of run 2: every chat-completion call the agent and the user
+# simulator made to the vLLM server, as a logging proxy in front of it writes
+# them (one {"request", "response"} envelope per line, in call order).
+# --------------------------------------------------------------------------
+
+VLLM_URL = "http://127.0.0.1:8000/v1/chat/completions"
+MAX_TOKENS = 512  # the request default the run never overrode
+# tau-bench retail's tool list (names and required arguments; descriptions shortened).
+RETAIL_TOOLS = [
+    ("calculate", "Calculate the result of a mathematical expression.", ["expression"]),
+    ("cancel_pending_order", "Cancel a pending order.", ["order_id", "reason"]),
+    (
+        "exchange_delivered_order_items",
+        "Exchange items in a delivered order to new items of the same product type.",
+        ["order_id", "item_ids", "new_item_ids", "payment_method_id"],
+    ),
+    ("find_user_id_by_email", "Find user id by email.", ["email"]),
+    ("find_user_id_by_name_zip", "Find user id by first name, last name, and zip code.",
+     ["first_name", "last_name", "zip"]),
+    ("get_order_details", "Get the status and details of an order.", ["order_id"]),
+    ("get_product_details", "Get the inventory details of a product.", ["product_id"]),
+    ("get_user_details", "Get the details of a user, including their orders.", ["user_id"]),
+    ("list_all_product_types", "List the name and product id of all product types.", []),
+    ("modify_pending_order_address", "Modify the shipping address of a pending order.",
+     ["order_id", "address1", "address2", "city", "state", "country", "zip"]),
+    ("modify_pending_order_items", "Modify items in a pending order to new items.",
+     ["order_id", "item_ids", "new_item_ids", "payment_method_id"]),
+    ("modify_pending_order_payment", "Modify the payment method of a pending order.",
+     ["order_id", "payment_method_id"]),
+    ("modify_user_address", "Modify the default address of a user.",
+     ["user_id", "address1", "address2", "city", "state", "country", "zip"]),
+    ("return_delivered_order_items", "Return some items of a delivered order.",
+     ["order_id", "item_ids", "payment_method_id"]),
+    ("think", "Use the tool to think about something.", ["thought"]),
+    ("transfer_to_human_agents", "Transfer the user to a human agent.", ["summary"]),
+]
+ARRAY_ARGS = {"item_ids", "new_item_ids"}
+
+
+def retail_tools():
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        arg: {"type": "array", "items": {"type": "string"}}
+                        if arg in ARRAY_ARGS
+                        else {"type": "string"}
+                        for arg in args
+                    },
+                    "required": args,
+                },
+            },
+        }
+        for name, description, args in RETAIL_TOOLS
+    ]
+
+
+def user_system_prompt(instruction):
+    """tau-bench's LLMUserSimulationEnv.build_system_prompt."""
+    return (
+        "You are a user interacting with an agent.\n\nInstruction: " + instruction + "\n\n"
+        "Rules:\n"
+        "- Just generate one line at a time to simulate the user's message.\n"
+        "- Do not give away all the instruction at once. Only provide the information that is "
+        "necessary for the current step.\n"
+        "- Do not hallucinate information that is not provided in the instruction. For example, "
+        "if the agent asks for the order id but it is not mentioned in the instruction, do not "
+        "make up an order id, just say you do not remember or have it.\n"
+        "- If the instruction goal is satisified, generate '###STOP###' as a standalone message "
+        "without anything else to end the conversation.\n"
+        "- Do not repeat the exact instruction in the conversation. Instead, use your own words "
+        "to convey the same information.\n"
+        "- Try to make the conversation as natural as possible, and stick to the personas "
+        "provided in the instruction."
+    )
+
+
+def approx_tokens(messages):
+    return sum(len(m["content"] or "") for m in messages) // 4 + 8 * len(messages)
+
+
+def exchange_line(request, content, finish_reason, completion_tokens, seq, created):
+    prompt_tokens = approx_tokens(request["messages"])
+    if request.get("tools"):
+        prompt_tokens += 1400
+    response = {
+        "id": "chatcmpl-%032x" % random.Random(SEED * 7919 + seq).getrandbits(128),
+        "object": "chat.completion",
+        "created": created,
+        "model": "Qwen/Qwen3-0.6B",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "tool_calls": []},
+                "logprobs": None,
+                "finish_reason": finish_reason,
+                "stop_reason": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+        },
+    }
+    return json.dumps(
+        {
+            "request": {"method": "POST", "url": VLLM_URL, "body": request},
+            "response": {"status": 200, "body": response},
+        }
+    )
+
+
+def capture_calls(records):
+    """The calls of run 2 in the order tau-bench makes them: env.reset() asks the user
+    simulator for the first message, then agent and user simulator alternate."""
+    lines, seq, created = [], 0, 1763465624
+    for rec in records:
+        traj = rec["traj"]
+        user_messages = [
+            {"role": "system", "content": user_system_prompt(TASKS[rec["task_id"]]["instruction"])},
+            {"role": "user", "content": "Hi! How can I help you today?"},
+        ]
+        for i, msg in enumerate(traj[1:], start=1):
+            if msg["role"] == "user":
+                request = {
+                    "model": "Qwen/Qwen3-0.6B",
+                    "messages": list(user_messages),
+                    "temperature": 0.0,
+                    "max_tokens": MAX_TOKENS,
+                }
+                words = len(msg["content"].split())
+                lines.append(exchange_line(request, msg["content"], "stop", words * 4 // 3, seq, created))
+                user_messages.append({"role": "assistant", "content": msg["content"]})
+            else:
+                request = {
+                    "model": "Qwen/Qwen3-0.6B",
+                    "messages": [{"role": m["role"], "content": m["content"]} for m in traj[:i]],
+                    "tools": retail_tools(),
+                    "tool_choice": "auto",
+                    "temperature": 0.0,
+                    "max_tokens": MAX_TOKENS,
+                }
+                lines.append(exchange_line(request, msg["content"], "length", MAX_TOKENS, seq, created))
+                user_messages.append({"role": "user", "content": msg["content"]})
+            seq += 1
+            created += 3 if msg["role"] == "user" else 9
+    return lines
+
+
+# --------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------
 
@@ -921,6 +1078,7 @@ def main():
     write("tau_bench_results_frustrated.json", full)
     write("tau_bench_results_truncated.json", truncate_checkpoint(full, frustrated))
     write("tau_bench_results_control.json", dump_checkpoint(control))
+    write("vllm_capture_frustrated.jsonl", "\n".join(capture_calls(frustrated)) + "\n")
 
 
 # --------------------------------------------------------------------------

@@ -85,7 +85,7 @@ def test_verdict_fixes_parameters_and_validation_carry_the_numbers(output2_model
 def test_renders_as_intended_markdown(output2_model):
     page = _html(markdown.render(output2_model))
     assert page.count("<h3>") == len(output2_model["causes"])
-    assert page.count("<table>") == 3  # headline, per variant, parameters
+    assert page.count("<table>") == 4  # headline, per variant, per run, parameters
     assert "<ol>" in page and 'type="checkbox"' not in page  # task lists stay plain text
     assert "<code>vllm serve Qwen/Qwen3-0.6B" in page
 

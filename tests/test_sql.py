@@ -60,11 +60,11 @@ def test_db_has_every_table_with_documented_columns_and_the_views(db, sample_sca
     counts = {t: con.sql(f"select count(*) from {t}").fetchall()[0][0] for t in TABLES}
     assert counts == {
         "turns": sample_scan.turns.height,
-        "trajectories": 10,
-        "findings": 113,
+        "trajectories": 4,  # each episode once: the results files are fused into the log
+        "findings": 44,
         "rejects": 1,
         "causes": 2,
-        "runs": 5,
+        "runs": 2,
     }
     assert con.sql("select count(*) from findings").fetchall() == [(len(sample_scan.findings),)]
     doc = con.sql("select comment from duckdb_views() where view_name = 'rule_rates'").fetchall()
@@ -91,17 +91,32 @@ def test_runs_table(db):
     rows = (
         duckdb.connect(str(db), read_only=True)
         .sql(
-            "select run_id, agent_model, variant, trajectories, findings, "
-            "trajectories_with_findings, mean_reward from runs order by run_id"
+            "select run_id, agent_model, variant, domain, started, trajectories, findings, "
+            "trajectories_with_findings, mean_reward, len(sources) from runs order by run_id"
         )
         .fetchall()
     )
     assert rows == [
-        ("output2.txt#run1", "gpt-4.1-mini", "control", 1, 0, 0, 1.0),
-        ("output2.txt#run2", "Qwen/Qwen3-0.6B", "frustrated", 3, 44, 3, 0.0),
-        ("tau_bench_results_control", None, None, 1, 0, 0, 1.0),
-        ("tau_bench_results_frustrated", None, None, 3, 44, 3, 0.0),
-        ("tau_bench_results_truncated", None, None, 2, 25, 2, 0.0),
+        (
+            "output2.txt#run1",
+            "gpt-4.1-mini",
+            "control",
+            "retail",
+            "11-18 10:15:02",
+            1,
+            0,
+            0,
+            1.0,
+            2,
+        ),
+        (
+            "output2.txt#run2",
+            "Qwen/Qwen3-0.6B",
+            "frustrated",
+            "retail",
+            "11-18 11:33:44",
+            *(3, 44, 3, 0.0, 3),
+        ),
     ]
 
 
@@ -112,7 +127,6 @@ def test_views(db):
         "from rule_rates where rule = 'unclosed-think' order by all"
     ).fetchall()
     assert rates == [
-        ("(unknown)", "(none)", 6, 5, 0.8333),
         ("Qwen/Qwen3-0.6B", "frustrated", 3, 3, 1.0),
         ("gpt-4.1-mini", "control", 1, 0, 0.0),
     ]
@@ -127,7 +141,7 @@ def test_views(db):
         8,
         ["reasoning-leak", "think-loop", "unclosed-think"],
     )
-    assert con.sql("select * from rule_pairs").fetchall()[0] == ("reasoning-leak", "think-loop", 8)
+    assert con.sql("select * from rule_pairs").fetchall()[0] == ("reasoning-leak", "think-loop", 3)
     con.close()
 
 
@@ -148,17 +162,17 @@ def test_query_table_csv_json(db):
     assert res.output == (
         "rule             n\n"
         "--------------  --\n"
-        "reasoning-leak  54\n"
-        "think-loop      13\n"
-        "unclosed-think  46\n"
+        "reasoning-leak  21\n"
+        "think-loop       5\n"
+        "unclosed-think  18\n"
         "(3 rows)\n"
     )
     res = run("query", "--db", str(db), sql, "--format", "csv")
     assert list(csv.reader(io.StringIO(res.output))) == [
         ["rule", "n"],
-        ["reasoning-leak", "54"],
-        ["think-loop", "13"],
-        ["unclosed-think", "46"],
+        ["reasoning-leak", "21"],
+        ["think-loop", "5"],
+        ["unclosed-think", "18"],
     ]
     res = run(
         "query",
@@ -211,7 +225,7 @@ def test_parquet_one_file_per_table(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.parquet" for t in TABLES)
     for t in TABLES:
         assert pq.read_schema(out / f"{t}.parquet").names == schema.TABLES[t].names
-    assert pq.read_metadata(out / "findings.parquet").num_rows == 113
+    assert pq.read_metadata(out / "findings.parquet").num_rows == 44
     doc = pq.read_schema(out / "turns.parquet").field("actor").metadata[b"doc"].decode()
     assert doc.startswith("Who produced it")
 
@@ -220,23 +234,13 @@ def test_parquet_partitioned_by_run_keeps_run_id_and_all_rows(tmp_path, sample_s
     out = tmp_path / "pq"
     store.write_parquet(sample_scan, out, partition=True)
     runs = sorted(p.name for p in (out / "turns").iterdir())
-    assert runs == [
-        "run=output2.txt%23run1",
-        "run=output2.txt%23run2",
-        "run=tau_bench_results_control",
-        "run=tau_bench_results_frustrated",
-        "run=tau_bench_results_truncated",
-    ]
+    assert runs == ["run=output2.txt%23run1", "run=output2.txt%23run2"]
     assert (out / "rejects.parquet").is_file() and not (out / "turns.parquet").exists()
     got = duckdb.sql(
         f"select run_id, count(*) from read_parquet('{out}/findings/*/*.parquet') "
         "group by run_id order by run_id"
     ).fetchall()
-    assert got == [
-        ("output2.txt#run2", 44),
-        ("tau_bench_results_frustrated", 44),
-        ("tau_bench_results_truncated", 25),
-    ]
+    assert got == [("output2.txt#run2", 44)]
     total = duckdb.sql(f"select count(*) from read_parquet('{out}/turns/*/*.parquet')").fetchall()
     assert total == [(sample_scan.turns.height,)]
     # rewriting unpartitioned replaces the partition directories
@@ -245,10 +249,10 @@ def test_parquet_partitioned_by_run_keeps_run_id_and_all_rows(tmp_path, sample_s
 
 
 def test_parquet_partitions_automatically_from_many_runs(tmp_path, sample_scan, monkeypatch):
-    monkeypatch.setattr(store, "PARTITION_MIN_RUNS", 5)
+    monkeypatch.setattr(store, "PARTITION_MIN_RUNS", 2)
     store.write_parquet(sample_scan, tmp_path / "a")
     assert (tmp_path / "a" / "turns").is_dir()
-    monkeypatch.setattr(store, "PARTITION_MIN_RUNS", 6)
+    monkeypatch.setattr(store, "PARTITION_MIN_RUNS", 3)
     store.write_parquet(sample_scan, tmp_path / "b")
     assert (tmp_path / "b" / "turns.parquet").is_file()
 
@@ -280,7 +284,7 @@ def test_parquet_is_byte_identical_across_reruns(tmp_path, sample_scan):
 def test_python_api_sql_returns_a_relation(sample_scan):
     rel = sample_scan.sql("select rule, count(*) as n from findings group by rule order by rule")
     assert isinstance(rel, duckdb.DuckDBPyRelation)
-    assert rel.fetchall() == [("reasoning-leak", 54), ("think-loop", 13), ("unclosed-think", 46)]
+    assert rel.fetchall() == [("reasoning-leak", 21), ("think-loop", 5), ("unclosed-think", 18)]
     frame = sample_scan.sql("select * from causes order by rank").pl()
     assert isinstance(frame, pl.DataFrame)
     assert frame["cause"].to_list() == ["truncated-output", "reasoning-in-content"]

@@ -14,6 +14,7 @@ from forensics import progress
 from forensics.ingest import (
     capture,
     files,
+    fusion,
     gemini,
     har,
     jsonwalk,
@@ -165,11 +166,13 @@ def ingest(
     exclude: list[Path] | None = None,
     limits: files.Limits | None = None,
     ignore: Callable[[Path], bool] | None = None,
+    fuse: bool = True,
 ) -> Ingested:
     """Read every file named by paths (files, directories, globs) into the tables.
 
     exclude: the tool's own outputs, skipped in directory walks; ignore: the user's
-    ignore-paths. Raises files.InputError only for a path that does not exist.
+    ignore-paths; fuse: one trajectory per episode seen in several artifacts (fusion).
+    Raises files.InputError only for a path that does not exist.
     """
     expansion = files.expand(paths, exclude)
     if ignore is not None:
@@ -180,10 +183,10 @@ def ingest(
     # they were built from are freed: it never walks them (otherwise its first passes after
     # the read walk every row and message once more, for nothing).
     with no_cyclic_gc():
-        return _read(expansion, limits or files.Limits())
+        return _read(expansion, limits or files.Limits(), fuse)
 
 
-def _read(expansion: files.Expansion, limits: files.Limits) -> Ingested:
+def _read(expansion: files.Expansion, limits: files.Limits, fuse: bool) -> Ingested:
     collector = Collector()
     reports: list[FileReport] = []
     for path, reason in expansion.rejected:
@@ -200,6 +203,12 @@ def _read(expansion: files.Expansion, limits: files.Limits) -> Ingested:
     for report in reports:
         if report.format == sidecars.FORMAT:
             report.note = sidecars.describe(Path(report.path), trajectories)
+    fused = fusion.fuse(turns, trajectories) if fuse else fusion.unfused(turns, trajectories)
+    turns, trajectories = fused.turns, fused.trajectories
+    for report in reports:
+        if others := fused.merged_into.get(report.path):
+            said = f"episodes also read from {', '.join(sorted(others))}: counted once there"
+            report.note = f"{report.note}; {said}" if report.note else said
     reports.sort(key=lambda r: r.path)
     skipped = [(clean_text(p), reason) for p, reason in expansion.skipped]
     return Ingested(turns, trajectories, rejects, reports, skipped)

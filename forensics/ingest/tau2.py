@@ -324,6 +324,8 @@ def ingest(path: Path, collector: Collector) -> int:
         collector.reject(str(path), line_of(where), cut, text[where : where + 200], FORMAT)
     run_id = _run_id(path, has_simulations="simulations" in top or bool(sims))
     run = run_from_info(run_id, state["info"])
+    if isinstance(top.get("timestamp"), str):
+        run.labels["started"] = top["timestamp"]
     _RUNS.setdefault(collector, {})[path.resolve()] = run
     for offset, sim in sims:
         if not isinstance(sim, dict):

@@ -38,6 +38,7 @@ _RUNNING_TASK = re.compile(r"^\s*Running task (\S+?)(?:,|\s|$)")
 _RESULT = re.compile(r"(✅|❌)\s*task_id=(\S+)\s*$")
 _NAMESPACE = re.compile(r"^\s*Namespace\((.*)\)\s*$")
 _RESULTS_SAVED = re.compile(r"Results saved to (\S+)")
+_CHECKPOINT = re.compile(r"\(checkpoint path: (\S+?)\)")
 _VARIANT = re.compile(r"\bvariant[=:]\s*([\w.-]+)")
 _STATUS = re.compile(r"\b(status|exit_reason)=([\w.-]+)")
 _MAX_TOKENS = re.compile(r"\bmax_(?:completion_|output_|new_)?tokens\s*[=:]\s*(\d+)")
@@ -257,8 +258,12 @@ class _LogReader:
             self.start_run(parse_namespace(m.group(1)))
         elif m := _RUNNING_TASK.match(text):
             self.open_episode(number, m.group(1))
-        elif _RESULTS_SAVED.search(text):
+        elif m := _RESULTS_SAVED.search(text):
+            # The results file names the run (and, in tau-bench, when it started).
+            self.current_run().labels.setdefault("results_file", m.group(1))
             self.end_run()
+        elif m := _CHECKPOINT.search(text):
+            self.current_run().labels.setdefault("results_file", m.group(1))
         else:
             self.feed_wrapper(text)
 

@@ -217,6 +217,26 @@ def _headline(m: dict[str, Any]) -> list[str]:
                 f"{v['trajectories']} | {v['trajectories_with_findings']} | {v['findings']:,} | "
                 f"{_reward(v['mean_reward'])} |"
             )
+    if len(s["runs"]) > 1:
+        lines += [
+            "",
+            "| run | domain | started | agent model | variant | trajectories | findings | "
+            "mean reward |",
+            "|---|---|---|---|---|---:|---:|---:|",
+        ]
+        for r in s["runs"]:
+            cells = [_code(r[k] or "", True) for k in ("run_id", "domain", "started")]
+            cells += [_code(r[k] or "", True) for k in ("agent_model", "variant")]
+            lines.append(
+                f"| {' | '.join(cells)} | {r['trajectories']} | {r['findings']:,} | "
+                f"{_reward(r['mean_reward'])} |"
+            )
+    if s["disagreements"]:
+        lines.append("")
+        lines += [
+            f"- sources disagree: {_code(d['trajectory_id'], True)}: {inline(d['disagreements'])}"
+            for d in s["disagreements"]
+        ]
     return lines
 
 

@@ -71,6 +71,31 @@ class Style:
 PLAIN = Style()
 
 
+def _runs(runs: list[dict[str, Any]]) -> list[str]:
+    """One line per run, so that runs are compared, not pooled; nothing for a single run."""
+    if len(runs) < 2:
+        return []
+    lines = ["", f"runs: {len(runs)}"]
+    for r in runs:
+        about = ", ".join(
+            v(str(r[k])) for k in ("agent_model", "variant", "domain", "started") if r[k]
+        )
+        reward = "not scored" if r["mean_reward"] is None else f"mean reward {r['mean_reward']:g}"
+        n = r["trajectories"]
+        lines.append(
+            f"   {v(r['run_id'])}{f' ({about})' if about else ''}: {n} "
+            f"{'trajectory' if n == 1 else 'trajectories'}, {reward}, {r['findings']:,} findings"
+        )
+    return lines
+
+
+def _disagreements(found: list[dict[str, str]], shown: int = 5) -> list[str]:
+    lines = [f"sources disagree: {v(d['trajectory_id'])}: {v(d['disagreements'])}" for d in found]
+    if len(found) > shown:
+        lines[shown:] = [f"sources disagree: … and {len(found) - shown} more episodes"]
+    return lines
+
+
 def render(model: dict[str, Any], report_path: str | None = None, style: Style = PLAIN) -> str:
     """The summary printed after a scan (report_path: the HTML report, when one was written)."""
     s = model["summary"]
@@ -81,6 +106,8 @@ def render(model: dict[str, Any], report_path: str | None = None, style: Style =
         f"{_plural(s['rejects'], 'reject')}",
         "",
         v(model["verdict"]),
+        *_runs(s["runs"]),
+        *_disagreements(s["disagreements"]),
     ]
     for cause in model["causes"]:
         lines.append("")
