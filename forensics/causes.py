@@ -18,6 +18,12 @@ from typing import Any
 from forensics.engine import CAUSES_FILE, Rule, RuleError, check_keys, read_toml
 
 CAUSE_KEYS = ("id", "title", "order", "explains", "validate", "followup", "rules_to_zero", "fix")
+CAUSE_KEYS += ("class",)
+# Whose failure a cause is: "infra" (plumbing: configuration, parsers, providers, the harness,
+# the user simulator) or "model" (what the model did with a working setup). A cause no file
+# classes is "unclassified", and the score split says so instead of guessing.
+SCORE_CLASSES = ("infra", "model")
+UNCLASSIFIED = "unclassified"
 FIX_KEYS = ("action", "detail", "when")
 # Causes no file orders come after every declared one.
 FALLBACK_ORDER = 99
@@ -36,6 +42,7 @@ class CauseSpec:
     followup: str = ""
     # Built from a rule because no causes.toml defines it (see fallback()).
     fallback: bool = field(default=False, compare=False)
+    score_class: str = UNCLASSIFIED
 
 
 def _strings(value: Any) -> bool:
@@ -58,6 +65,8 @@ def _cause(raw: Any, where: str) -> CauseSpec:
     for key in ("validate", "followup"):
         if not isinstance(raw.get(key, ""), str):
             raise RuleError(f"{name}: {key} must be a string")
+    if raw.get("class", UNCLASSIFIED) not in (*SCORE_CLASSES, UNCLASSIFIED):
+        raise RuleError(f"{name}: class must be one of {', '.join(SCORE_CLASSES)}")
     fixes = raw.get("fix", [])
     if not isinstance(fixes, list):
         raise RuleError(f"{name}: fix must be [[cause.fix]] tables")
@@ -78,6 +87,7 @@ def _cause(raw: Any, where: str) -> CauseSpec:
         rules_to_zero=list(raw.get("rules_to_zero", [])),
         fixes=[dict(f) for f in fixes],
         followup=raw.get("followup", ""),
+        score_class=raw.get("class", UNCLASSIFIED),
     )
 
 

@@ -660,6 +660,16 @@ def schema_cmd() -> None:
         click.echo(f"  {name:<{width}}  {doc}")
 
 
+@cli.command("formats")
+@_rules_option
+def formats_cmd(rules_dirs: tuple[Path, ...]) -> None:
+    """List every input format: how it is detected, the columns it fills, the rules it allows."""
+    from forensics import format_catalogue
+
+    rules = _load_rules(rules_dirs)
+    click.echo(format_catalogue.render_text(format_catalogue.entries(rules), len(rules)), nl=False)
+
+
 def _load_rules(rules_dirs: tuple[Path, ...]) -> list[engine.Rule]:
     try:
         return engine.load_rules(list(rules_dirs))

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.causes import cause_specs
+from forensics.causes import UNCLASSIFIED, cause_specs
 from forensics.engine import Rule
 from forensics.facts import TOOL_CALL_PARSERS, cause_facts, match_model
 from forensics.schema import SEVERITIES
@@ -53,6 +53,8 @@ class Cause:
     trajectory_ids: list[str] = field(default_factory=list)
     # The parameters the fix texts were filled with (observed cap, recommended cap, parser, …).
     facts: dict[str, Any] = field(default_factory=dict)
+    # infra | model | unclassified (rules/causes.toml `class`): whose failure this is.
+    score_class: str = UNCLASSIFIED
 
 
 @dataclass
@@ -80,6 +82,8 @@ class Diagnosis:
     validation: list[str]
     verdict: str
     parsers: list[ParserCheck] = field(default_factory=list)
+    # Is this score about the model? See score_split().
+    score: ScoreSplit | None = None
 
 
 class _Facts(dict):
@@ -200,6 +204,7 @@ def diagnose(
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
                 trajectory_ids=sorted(ids),
                 facts=dict(facts),
+                score_class=spec.score_class,
             )
         )
     orders = {c.id: specs[c.id].order for c in causes}
@@ -217,7 +222,7 @@ def diagnose(
     keep = _keep(turns, trajectories, findings, parsers)
     validation = [agree(step) for step in _validation(causes, trajectories)]
     verdict = agree(_verdict(causes, total, _by_run(causes, trajectories)))
-    return Diagnosis(causes, keep, validation, verdict, parsers)
+    return Diagnosis(causes, keep, validation, verdict, parsers, score_split(causes, trajectories))
 
 
 def _incidents(own: pl.DataFrame, symptoms: list[pl.DataFrame]) -> pl.DataFrame:
@@ -377,3 +382,154 @@ def _verdict(causes: list[Cause], total: int, by_run: str = "") -> str:
         )
         text += f" Also: {rest}."
     return text
+
+
+# An episode's class from the classes of the causes in it, strongest first: one plumbing fault
+# invalidates the measurement of the whole episode, so infra wins over model, and both over
+# causes no file classes. A penalised episode that no cause touches is "unexplained".
+EPISODE_CLASSES = ("infra", "model", UNCLASSIFIED)
+UNEXPLAINED = "unexplained"
+SCORE_GROUPS = (*EPISODE_CLASSES, UNEXPLAINED)
+GROUP_WORDS = {
+    "infra": "plumbing",
+    "model": "model behaviour",
+    UNCLASSIFIED: "unclassified causes",
+    UNEXPLAINED: "with no finding",
+}
+
+
+@dataclass
+class ScoreGroup:
+    """Failed or penalised episodes (reward < 1) of one class and the reward they lost."""
+
+    score_class: str
+    episodes: int
+    reward_lost: float
+    # Of all reward lost in the scan (None when nothing was lost).
+    share: float | None
+    causes: list[str]
+
+
+@dataclass
+class ScoreSplit:
+    """Is this score about the model? The reward lost, split by whose failure it was."""
+
+    # trajectory_id -> class, for every episode a cause touches or that lost reward.
+    episode_class: dict[str, str]
+    scored: int
+    penalised: int
+    reward_lost: float
+    groups: list[ScoreGroup]
+    mean_reward: float | None
+    # The score over the scored episodes no plumbing cause touched: what the model earned where
+    # the measurement held.
+    mean_reward_without_infra: float | None
+    scored_without_infra: int
+    # Plumbing's part of the reward lost (None when nothing was lost).
+    plumbing_share: float | None
+    # Episodes without a reward that a plumbing cause touched (crashed before scoring).
+    unscored_infra: int
+    text: str
+
+
+def _episode_classes(causes: list[Cause], trajectories: pl.DataFrame) -> dict[str, str]:
+    found: dict[str, set[str]] = {}
+    for c in causes:
+        for tid in c.trajectory_ids:
+            found.setdefault(tid, set()).add(c.score_class)
+    out = {tid: next(k for k in EPISODE_CLASSES if k in ks) for tid, ks in found.items()}
+    penalised = trajectories.filter(pl.col("reward") < 1.0)["trajectory_id"].to_list()
+    for tid in penalised:
+        out.setdefault(tid, UNEXPLAINED)
+    return dict(sorted(out.items()))
+
+
+def score_split(causes: list[Cause], trajectories: pl.DataFrame) -> ScoreSplit:
+    """Split the failed and penalised episodes (reward < 1) into plumbing, model behaviour,
+    unclassified causes and no finding, with the reward each lost, and the mean reward over
+    the episodes plumbing did not touch."""
+    classes = _episode_classes(causes, trajectories)
+    cls = pl.col("trajectory_id").replace_strict(classes, default=None, return_dtype=pl.String)
+    scored = trajectories.filter(pl.col("reward").is_not_null()).with_columns(cls.alias("cls"))
+    penalised = scored.filter(pl.col("reward") < 1.0)
+    lost_total = round(float((1.0 - penalised["reward"]).sum()), 3)
+    lost_ids = set(penalised["trajectory_id"].to_list())
+    # The causes behind each group: those of its class in its penalised episodes.
+    causes_of: dict[str, set[str]] = {}
+    for c in causes:
+        for tid in lost_ids.intersection(c.trajectory_ids):
+            if c.score_class == classes[tid]:
+                causes_of.setdefault(classes[tid], set()).add(c.id)
+    groups = []
+    for key in SCORE_GROUPS:
+        mine = penalised.filter(pl.col("cls") == key)
+        lost = round(float((1.0 - mine["reward"]).sum()), 3)
+        groups.append(
+            ScoreGroup(
+                key,
+                mine.height,
+                lost,
+                round(lost / lost_total, 4) if lost_total else None,
+                sorted(causes_of.get(key, [])),
+            )
+        )
+    measured = scored["reward"].mean() if scored.height else None
+    clean = scored.filter(pl.col("cls").fill_null("") != "infra")["reward"]
+    clean_mean = clean.mean() if clean.len() else None
+    infra = groups[0]
+    unscored_infra = sum(
+        1
+        for tid in trajectories.filter(pl.col("reward").is_null())["trajectory_id"].to_list()
+        if classes.get(tid) == "infra"
+    )
+    split = ScoreSplit(
+        episode_class=classes,
+        scored=scored.height,
+        penalised=penalised.height,
+        reward_lost=lost_total,
+        groups=groups,
+        mean_reward=None if measured is None else round(float(measured), 4),  # type: ignore[arg-type]
+        mean_reward_without_infra=None if clean_mean is None else round(float(clean_mean), 4),  # type: ignore[arg-type]
+        scored_without_infra=clean.len(),
+        plumbing_share=infra.share,
+        unscored_infra=unscored_infra,
+        text="",
+    )
+    split.text = _split_text(split)
+    return split
+
+
+def _split_text(s: ScoreSplit) -> str:
+    if not s.scored:
+        text = "No episode was scored, so there is no score to split."
+    elif not s.penalised:
+        text = f"No reward was lost: {_episodes(s.scored, 'scored')}, all with full reward."
+    else:
+        parts = [
+            f"{g.episodes} {GROUP_WORDS[g.score_class]} (reward lost {g.reward_lost:g}"
+            + (f", {100 * g.share:.0f}%)" if g.share is not None else ")")
+            for g in s.groups
+            if g.episodes
+        ]
+        text = (
+            f"Of {_episodes(s.penalised, 'failed or penalised')} (reward lost "
+            f"{s.reward_lost:g}): " + ", ".join(parts) + "."
+        )
+        if s.plumbing_share:
+            text += f" {100 * s.plumbing_share:.0f}% of the reward lost is plumbing, not the model."
+        if s.mean_reward_without_infra is None:
+            text += " Plumbing touched every scored episode: this score does not measure the model."
+        elif s.scored_without_infra < s.scored:
+            text += (
+                f" Mean reward {s.mean_reward:.2f} as measured; "
+                f"{s.mean_reward_without_infra:.2f} over the {_episodes(s.scored_without_infra)} "
+                "plumbing did not touch."
+            )
+    if s.unscored_infra:
+        text += f" Plumbing faults hit {_episodes(s.unscored_infra, 'unscored')}."
+    return text
+
+
+def _episodes(n: int, adjective: str = "") -> str:
+    words = [str(n), adjective, "episode" if n == 1 else "episodes"]
+    return " ".join(w for w in words if w)

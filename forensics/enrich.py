@@ -244,6 +244,18 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
         .otherwise(None)
         .cast(pl.Float64)
         .alias("prev_same_actor_similarity"),
+        # Containment of the shorter in the longer: two turns cut by a token cap at different
+        # lengths repeat each other, yet their Jaccard stays low because the lengths differ.
+        pl.when(pl.col("_bigrams").is_not_null() & pl.col("_previous").is_not_null())
+        .then(
+            (
+                shared
+                / pl.min_horizontal(pl.col("_bigrams").list.len(), pl.col("_previous").list.len())
+            ).round(3)
+        )
+        .otherwise(None)
+        .cast(pl.Float64)
+        .alias("prev_same_actor_containment"),
         whole.map_batches(
             _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
         ).alias("_tail"),

@@ -562,3 +562,97 @@ CATALOGUE_FACTS = {
     "message-format-violation": _format_facts,
     "user-sim-early-stop": _early_stop_facts,
 }
+
+
+# --- Facts of the episode-level causes (exit statuses, step limits, …) ----------------------
+
+
+def _exit_facts(hit, found, labels, facts) -> dict[str, Any]:
+    """What the exit statuses were and what they mean (data.exit, data.kind of the rules)."""
+    data = details(found)
+    kinds = _counts([d.get("kind") for d in data if d.get("kind")])
+    statuses = _counts([d.get("exit") for d in data if d.get("exit")])
+    return {
+        "exits": found.height,
+        "kinds_text": ", ".join(k for k, _ in kinds[:4]) or "their exit status",
+        "statuses_text": "; ".join(f"{n}× {s}" for s, n in statuses[:4]),
+    }
+
+
+CATALOGUE_FACTS.update(
+    {
+        "run-exit-infra": _exit_facts,
+        "model-exit": _exit_facts,
+    }
+)
+
+
+def _step_limit_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    limits = _counts([d.get("limit") for d in data if d.get("limit") is not None])
+    defaults = _counts([d.get("default") for d in data if d.get("default") is not None])
+    return {
+        "cut_episodes": found.height,
+        "step_limits_text": ", ".join(str(v) for v, _ in limits) or "the run's limit",
+        "default_limit": defaults[0][0] if defaults else "the default",
+    }
+
+
+CATALOGUE_FACTS["step-limit"] = _step_limit_facts
+
+
+def _tool_exception_facts(hit, found, labels, facts) -> dict[str, Any]:
+    return {"exception_results": sum(d.get("episode", 0) for d in details(found))}
+
+
+CATALOGUE_FACTS["harness-tool-exception"] = _tool_exception_facts
+
+
+def _action_loop_facts(hit, found, labels, facts) -> dict[str, Any]:
+    repeats = [d.get("repeats", 0) for d in details(found)]
+    return {"loops": found.height, "max_repeats": max(repeats, default=0)}
+
+
+CATALOGUE_FACTS["action-loop"] = _action_loop_facts
+
+
+def _user_sim_fault_facts(hit, found, labels, facts) -> dict[str, Any]:
+    shapes = _counts([d.get("shape") for d in details(found) if d.get("shape")])
+    models = sorted(set(hit["model"].drop_nulls().to_list()))
+    return {
+        "fault_turns": found.height,
+        "shapes_text": ", ".join(f"{n}× {s}" for s, n in shapes),
+        "user_model_text": ", ".join(models) or "user model unknown",
+    }
+
+
+CATALOGUE_FACTS["user-sim-fault"] = _user_sim_fault_facts
+
+
+def _transfer_facts(hit, found, labels, facts) -> dict[str, Any]:
+    shapes = [d.get("shape") for d in details(found)]
+    return {"transfer_episodes": found.height, "first_reply": shapes.count("first_reply")}
+
+
+CATALOGUE_FACTS["reflexive-transfer"] = _transfer_facts
+
+
+def _prompt_truncation_facts(hit, found, labels, facts) -> dict[str, Any]:
+    data = details(found)
+    plateaus = _counts([d.get("prompt_tokens") for d in data if d.get("prompt_tokens")])
+    windows = _counts([d.get("num_ctx") for d in data if d.get("num_ctx")])
+    return {
+        "plateau_episodes": found.height,
+        "plateaus_text": ", ".join(f"{v:,}" for v, _ in plateaus[:3]),
+        "num_ctx_suffix": f" (Ollama ran with num_ctx {windows[0][0]:,})" if windows else "",
+    }
+
+
+CATALOGUE_FACTS["silent-prompt-truncation"] = _prompt_truncation_facts
+
+
+def _repetition_to_cap_facts(hit, found, labels, facts) -> dict[str, Any]:
+    return {"loop_turns": found.height, "models_text": _models_text(hit)}
+
+
+CATALOGUE_FACTS["repetition-to-cap"] = _repetition_to_cap_facts

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from forensics.config import parse_rate
+from forensics.ingest.zipmembers import SEPARATOR
 from forensics.schema import SEVERITIES
 
 if TYPE_CHECKING:
@@ -279,6 +280,8 @@ def coverage(result: ScanResult) -> Coverage:
         .iter_rows()
     ):
         rejects.setdefault(path, []).append((line, reason))
+    # Rows read from a container's members name `<archive>!<member>` (ingest/zipmembers.py).
+    read |= {p[:i] for p in read for i, c in enumerate(p) if c == SEPARATOR}
     unreadable = [
         (f.path, _why_unreadable(f.format, f.reason, f.note, rejects.get(f.path, [])))
         for f in sorted(result.files, key=lambda f: f.path)

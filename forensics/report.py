@@ -12,10 +12,10 @@ from typing import Any
 import polars as pl
 
 from forensics import coverage
-from forensics.diagnose import ParserCheck
+from forensics.diagnose import GROUP_WORDS, SCORE_GROUPS, ParserCheck
 from forensics.facts import CHARS_PER_TOKEN
-from forensics.report_types import LENGTH_COLUMNS, Finding, Report
-from forensics.result import ScanResult, runs_frame
+from forensics.report_types import LENGTH_COLUMNS, Finding, Report, ScoreSplit
+from forensics.result import ScanResult, runs_frame, trajectories_frame
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
 SCHEMA_VERSION = 2
@@ -577,6 +577,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         },
         "primary": primary,
         "verdict": result.diagnosis.verdict,
+        "score_split": _score_split(result),
         "causes": causes,
         "keep": result.diagnosis.keep,
         "validation": result.diagnosis.validation,
@@ -622,12 +623,44 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
     return model
 
 
+def _score_split(result: ScanResult) -> ScoreSplit | None:
+    """Is this score about the model: diagnosis's split, as plain data."""
+    split = result.diagnosis.score
+    if split is None:
+        return None
+    classes = Counter(split.episode_class.values())
+    return {
+        "text": split.text,
+        "scored": split.scored,
+        "penalised": split.penalised,
+        "reward_lost": split.reward_lost,
+        "plumbing_share": split.plumbing_share,
+        "mean_reward": split.mean_reward,
+        "mean_reward_without_infra": split.mean_reward_without_infra,
+        "scored_without_infra": split.scored_without_infra,
+        "unscored_infra": split.unscored_infra,
+        "groups": [
+            {
+                "class": g.score_class,
+                "label": GROUP_WORDS[g.score_class],
+                "episodes": g.episodes,
+                "reward_lost": g.reward_lost,
+                "share": g.share,
+                "causes": g.causes,
+            }
+            for g in split.groups
+        ],
+        "episodes": {k: n for k in SCORE_GROUPS if (n := classes[k])},
+    }
+
+
 def _trajectory_rows(result: ScanResult) -> list[dict[str, Any]]:
     """Per episode, what `forensics diff` and the JUnit output need: run, task, reward, source."""
     cols = ["trajectory_id", "run_id", "task_id", "trial", "reward", "termination_reason"]
-    cols += ["variant", "agent_model", "turn_count", "source_path", "source_line"]
+    cols += ["variant", "agent_model", "turn_count", "source_path", "source_line", "fault_class"]
     order = ["source_path", "source_line", "trajectory_id"]
-    rows = result.trajectories.select(cols).sort(order, nulls_last=True).iter_rows(named=True)
+    rows = trajectories_frame(result).select(cols).sort(order, nulls_last=True)
+    rows = rows.iter_rows(named=True)
     return [
         {k: v for k, v in r.items() if not k.startswith("source_")}
         | {"source": {"path": r["source_path"], "line": r["source_line"]}}

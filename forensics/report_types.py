@@ -85,6 +85,24 @@ class Summary(TypedDict):
     disagreements: list[dict[str, str]]
 
 
+class ScoreSplit(TypedDict):
+    """Is this score about the model: failed and penalised episodes by whose failure it was."""
+
+    text: str
+    scored: int
+    penalised: int
+    reward_lost: float
+    plumbing_share: float | None
+    mean_reward: float | None
+    mean_reward_without_infra: float | None
+    scored_without_infra: int
+    unscored_infra: int
+    # Per infra | model | unclassified | unexplained: class, label, episodes, reward_lost,
+    # share (of all reward lost), causes.
+    groups: list[dict[str, Any]]
+    episodes: dict[str, int]  # every episode with a class, per class (trajectories.fault_class)
+
+
 class Trajectory(TypedDict):
     trajectory_id: str
     run_id: str
@@ -96,6 +114,7 @@ class Trajectory(TypedDict):
     agent_model: str | None
     turn_count: int
     source: Source
+    fault_class: NotRequired[str | None]
 
 
 class FileEntry(TypedDict):
@@ -137,6 +156,7 @@ class Report(TypedDict):
     summary: Summary
     primary: dict[str, Any] | None
     verdict: str
+    score_split: ScoreSplit | None
     causes: list[Cause]
     keep: list[str]
     validation: list[str]

@@ -198,11 +198,19 @@ def runs_frame(result: ScanResult) -> pl.DataFrame:
     return runs.select(schema.RUNS.names)
 
 
+def trajectories_frame(result: ScanResult) -> pl.DataFrame:
+    """The trajectories with what diagnosis decided about each (fault_class)."""
+    split = result.diagnosis.score
+    classes = split.episode_class if split else {}
+    fault = pl.col("trajectory_id").replace_strict(classes, default=None, return_dtype=pl.String)
+    return result.trajectories.with_columns(fault.alias("fault_class"))
+
+
 def tables(result: ScanResult) -> dict[str, pl.DataFrame]:
     """Every table of schema.TABLES for this scan, in that order."""
     frames = {
         "turns": result.turns,
-        "trajectories": result.trajectories,
+        "trajectories": trajectories_frame(result),
         "findings": result.findings,
         "rejects": result.rejects,
         "causes": causes_frame(result),

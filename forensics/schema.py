@@ -281,6 +281,18 @@ DERIVED_COLUMNS: list[Column] = [
     ),
 ]
 
+# Derived columns of the episode-level rules (think-loop, action-loop, …), kept in their own
+# block so the list above stays as it is.
+DERIVED_COLUMNS += [
+    Column(
+        "prev_same_actor_containment",
+        pa.float64(),
+        "Share of the shorter text's word bigrams found in the other, between the turn and the "
+        "previous turn of the same actor: tolerates turns cut at different lengths (NULL as for "
+        "prev_same_actor_similarity).",
+    ),
+]
+
 TURNS = _schema(TURN_COLUMNS + DERIVED_COLUMNS)
 RAW_TURNS = _schema(TURN_COLUMNS)
 
@@ -342,6 +354,19 @@ TRAJECTORY_COLUMNS: list[Column] = [
     ),
 ]
 TRAJECTORIES = _schema(TRAJECTORY_COLUMNS)
+
+# Filled by diagnosis, not by ingest: the `trajectories` table of the outputs carries them.
+DIAGNOSED_TRAJECTORY_COLUMNS: list[Column] = [
+    Column(
+        "fault_class",
+        pa.string(),
+        "Whose failure the episode shows: infra (a plumbing cause: configuration, parser, "
+        "provider, harness, user simulator; wins over model, as it invalidates the "
+        "measurement), model, unclassified (causes without a class), unexplained (reward < 1 "
+        "and no cause); NULL for an episode without causes that lost no reward.",
+    ),
+]
+TRAJECTORY_TABLE = _schema(TRAJECTORY_COLUMNS + DIAGNOSED_TRAJECTORY_COLUMNS)
 
 FINDING_COLUMNS: list[Column] = [
     Column("finding_id", pa.string(), "Stable fingerprint of the finding (rule + turn)."),
@@ -458,7 +483,7 @@ RUNS = _schema(RUN_COLUMNS)
 
 TABLES: dict[str, pa.Schema] = {
     "turns": TURNS,
-    "trajectories": TRAJECTORIES,
+    "trajectories": TRAJECTORY_TABLE,
     "findings": FINDINGS,
     "rejects": REJECTS,
     "causes": CAUSES,

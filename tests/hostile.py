@@ -9,11 +9,16 @@ a huge integer, NaN, deep nesting, a lone surrogate), and trailing data after a 
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hypothesis import strategies as st
+
+from forensics.ingest import files, jsonwalk
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -39,12 +44,67 @@ SEEDS: dict[str, Path] = {
     "capture_sse": DATA / "capture" / "streams.sse",
     "har": DATA / "capture" / "agent.har",
     "litellm": DATA / "capture" / "litellm_logs.jsonl",
+    "cassette_yaml": DATA / "cassettes" / "synthetic" / "vcrpy_agent_loop.yaml",
+    "cassette_json": DATA / "cassettes" / "synthetic" / "ruby_vcr_ollama.json",
+    "ollama_ndjson": DATA / "cassettes" / "synthetic" / "ollama_saved_streams.jsonl",
+    "cassette_bedrock_stream": DATA
+    / "cassettes"
+    / "real"
+    / "pydantic_ai_test_bedrock_model_stream.yaml",
+    "sharegpt": DATA / "traces" / "sharegpt" / "hermes_agent_trajectories.jsonl",
+    # Not a line format for the invariant: a response's block lines are one turn, and metadata
+    # lines are counted in the file's note.
+    "claude_code": DATA / "traces" / "claude_code" / "session_errors.jsonl",
+    "otlp_jsonl": DATA / "traces" / "otlp" / "file_exporter_genai.jsonl",
+    "otlp_document": DATA / "traces" / "otlp" / "mixed_conventions.json",
+    "otlp_logs": DATA / "traces" / "otlp" / "file_exporter_genai_events.jsonl",
+    "atropos": DATA / "traces" / "atropos" / "math_groups.jsonl",
+    "sdk_repr_log": DATA / "traces" / "sdk_repr" / "langgraph_prints.log",
+    # Agent logs (issue 12): a ZIP container, JSON documents, one V1 event file.
+    "inspect_eval": DATA / "agents" / "inspect" / "log_formats.eval",
+    "inspect_json": DATA / "agents" / "inspect" / "synthetic_failures.json",
+    "swe_agent_traj": DATA / "agents" / "swe_agent" / "networking_1.traj",
+    "mini_swe_agent": DATA
+    / "agents"
+    / "mini_swe_agent"
+    / "swe-agent__test-repo-1"
+    / "swe-agent__test-repo-1.traj.json",
+    "harbor_atif": DATA
+    / "agents"
+    / "harbor"
+    / "2026-01-05__12-00-00"
+    / "hello-world__Xy7Lm2Q"
+    / "agent"
+    / "trajectory.json",
+    "harbor_trial_result": DATA
+    / "agents"
+    / "harbor"
+    / "2026-01-05__12-00-00"
+    / "fix-git__Tq9Rs1U"
+    / "result.json",
+    "openhands_events": DATA
+    / "agents"
+    / "openhands"
+    / "v1"
+    / "11111111222233334444555555555555"
+    / "events"
+    / "event-00003-005e0000-0000-0040-0080-000000000003.json",
+    "openhands_legacy": DATA / "agents" / "openhands" / "legacy" / "basic_interactions.json",
 }
 
 # Formats whose records are lines (one JSON value per line), for the accounting invariant.
-LINE_FORMATS = {"gemini_jsonl", "capture_jsonl", "capture_batch", "litellm"}
+LINE_FORMATS = {
+    "gemini_jsonl",
+    "capture_jsonl",
+    "capture_batch",
+    "litellm",
+    "sharegpt",
+    "atropos",
+}
 # Formats whose records are the elements of a top-level array.
 ARRAY_FORMATS = {"tau_bench_results"}
+# HTTP cassettes: every interaction is a turn source or a reject.
+CASSETTE_FORMATS = {"cassette_yaml", "cassette_json", "cassette_bedrock_stream"}
 
 HUGE = 2**70
 DEEP = 3000
@@ -177,7 +237,32 @@ def byte_mutation(draw: st.DrawFn, raw: bytes) -> bytes:
     return packed[:cut]
 
 
+def _members(raw: bytes) -> list[tuple[str, bytes]]:
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        return [(info.filename, archive.read(info)) for info in archive.infolist()]
+
+
+def _zipped(members: list[tuple[str, bytes]]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members:
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2025, 1, 1, 0, 0, 0)), data)
+    return out.getvalue()
+
+
+@st.composite
+def member_mutation(draw: st.DrawFn, raw: bytes) -> bytes:
+    """A ZIP container (Inspect .eval) with one member mutated, rezipped whole."""
+    members = _members(raw)
+    i = draw(st.integers(0, len(members) - 1))
+    name, data = members[i]
+    members[i] = (name, draw(st.one_of(byte_mutation(data), field_mutation(data))))
+    return _zipped(members)
+
+
 def mutation(raw: bytes) -> st.SearchStrategy[bytes]:
+    if raw.startswith(b"PK\x03\x04"):
+        return st.one_of(byte_mutation(raw), member_mutation(raw))
     return st.one_of(byte_mutation(raw), field_mutation(raw))
 
 
@@ -230,6 +315,8 @@ def plant(value: Any, counter: list[int]) -> Any:
 def planted(raw: bytes) -> bytes:
     """The seed with secrets in every string of every record (JSON, JSONL, SSE or text)."""
     counter = [0]
+    if raw.startswith(b"PK\x03\x04"):  # a ZIP container: every member planted
+        return _zipped([(name, planted(data)) for name, data in _members(raw)])
     text = raw.decode("utf-8")
     try:
         return _encode(dumps(plant(json.loads(text), counter)))
@@ -246,3 +333,29 @@ def planted(raw: bytes) -> bytes:
             counter[0] += 1
             out.append(f"{line} {shapes[counter[0] % len(shapes)][0]}" if line else line)
     return _encode("\n".join(out))
+
+
+def cassette_lines(path: Path) -> set[int]:
+    """Lines where the interactions of a cassette start, when the file parses whole (a file
+    that does not is checked by the reader's own cut, like the other formats)."""
+    try:
+        text = files.read_text(path)
+        if text.lstrip("\ufeff \t\r\n").startswith("{"):
+            doc = json.loads(text)
+            key = next(k for k in ("interactions", "http_interactions") if k in doc)
+            if not isinstance(doc[key], list):
+                return set()
+            line_of = jsonwalk.LineCounter(text)
+            start = text.index("[", text.index(f'"{key}"'))
+            return {line_of(pos) for pos, _, _ in jsonwalk.elements(text, start)}
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:
+        return set()
+    if not isinstance(root, yaml.MappingNode):
+        return set()
+    for key, value in root.value:
+        if key.value in ("interactions", "http_interactions") and isinstance(
+            value, yaml.SequenceNode
+        ):
+            return {node.start_mark.line + 1 for node in value.value}
+    return set()

@@ -46,6 +46,7 @@ def test_sections_in_order_causes_ranked_fixes_numbered(output2_model):
     top = [h for level, h in headings if level in ("#", "##")]
     assert top == [
         "forensics: Output truncated by the output-token limit before the model could answer",
+        "Is this score about the model?",
         "Causes, ranked",
         "Fixes, in priority order",
         "Validation plan",
@@ -85,7 +86,7 @@ def test_verdict_fixes_parameters_and_validation_carry_the_numbers(output2_model
 def test_renders_as_intended_markdown(output2_model):
     page = _html(markdown.render(output2_model))
     assert page.count("<h3>") == len(output2_model["causes"])
-    assert page.count("<table>") == 4  # headline, per variant, per run, parameters
+    assert page.count("<table>") == 5  # headline, per variant, per run, score split, parameters
     assert "<ol>" in page and 'type="checkbox"' not in page  # task lists stay plain text
     assert "<code>vllm serve Qwen/Qwen3-0.6B" in page
 

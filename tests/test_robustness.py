@@ -24,7 +24,16 @@ import forensics
 from forensics.cli import main
 from forensics.ingest import files
 
-from hostile import ARRAY_FORMATS, LINE_FORMATS, SECRETS, SEEDS, mutation, planted
+from hostile import (
+    ARRAY_FORMATS,
+    CASSETTE_FORMATS,
+    LINE_FORMATS,
+    SECRETS,
+    SEEDS,
+    cassette_lines,
+    mutation,
+    planted,
+)
 
 PROPERTY = settings(
     max_examples=12,
@@ -66,6 +75,10 @@ def unaccounted(path: Path, fmt: str, result: forensics.ScanResult) -> list[str]
         seen |= set(result.trajectories["source_line"].drop_nulls())
         seen |= set(rejects["source_line"].drop_nulls())
         return [f"line {n}" for n in sorted(lines - seen)]
+    if fmt in CASSETTE_FORMATS and result.files[0].format == "http_cassette":
+        seen = set(result.turns["source_line"].drop_nulls())
+        seen |= set(rejects["source_line"].drop_nulls())
+        return [f"interaction at line {n}" for n in sorted(cassette_lines(path) - seen)]
     if fmt in ARRAY_FORMATS:
         if result.files[0].format != "tau_bench_results":
             # Read as something else (a mutated key hid the format): the file must still

@@ -335,12 +335,14 @@ def test_pack_thresholds_are_parameters():
     pack = {r.id: r for r in engine.load_rules()}
     assert set(pack["think-loop"].params) == {
         "min_similarity",
+        "min_containment",
         "min_monologue_chars",
         "min_chain_turns",
         "min_compression_ratio",
     }
     assert {k: p.default for k, p in pack["think-loop"].params.items()} == {
         "min_similarity": 0.5,
+        "min_containment": 0.85,
         "min_monologue_chars": 800,
         "min_chain_turns": 3,
         "min_compression_ratio": 4.0,
@@ -354,7 +356,7 @@ def test_config_params_override_and_are_validated_strictly(tmp_path):
     tuned = config.parse({"params": {"think-loop": {"min_similarity": 0.6}}}).apply(pack)
     loop = next(r for r in tuned if r.id == "think-loop")
     assert loop.params["min_similarity"].value == 0.6
-    assert "prev_same_actor_similarity >= 0.6 and" in loop.query
+    assert "prev_same_actor_similarity >= 0.6\n" in loop.query
     for table, error in (
         ({"nope": {"x": 1}}, "params: unknown rule(s) nope"),
         ({"think-loop": {"min_similarty": 0.6}}, "unknown parameter 'min_similarty'"),

@@ -66,7 +66,16 @@ def without_query(url: Any) -> str | None:
 
 
 # Paths an SDK appends to its base URL; what remains names the server (and a router's upstream).
-_API_SUFFIXES = ("/chat/completions", "/completions", "/messages", "/responses")
+_API_SUFFIXES = (
+    "/chat/completions",
+    "/completions",
+    "/messages",
+    "/responses",
+    "/api/chat",
+    "/api/generate",
+    "/inference/v1/generate",
+    "/generate",
+)
 
 
 def endpoint_of(url: Any) -> str | None:

@@ -1,10 +1,12 @@
 """Find JSON objects and Python-repr dicts embedded anywhere in a text log.
 
 Logs print data in two dialects: `json.dumps` (messages a wrapper prints) and Python `repr`
-(tau-bench's `print("✅", f"task_id={i}", info)`). An object may sit after a prefix on its
-line, and a pretty-printed one may span lines. The scanner streams: one line at a time, a
-candidate object is followed across lines only while its braces are open, and a candidate that
-never closes is given up after MAX_SPAN_LINES so a stray brace can not swallow the file.
+(tau-bench's `print("✅", f"task_id={i}", info)`), and SDK objects as Python prints them
+(`ChatCompletion(...)`, LangChain `AIMessage(...)`: sdk_repr), read on their line. An object
+may sit after a prefix on its line, and a pretty-printed one may span lines. The scanner
+streams: one line at a time, a candidate object is followed across lines only while its braces
+are open, and a candidate that never closes is given up after MAX_SPAN_LINES so a stray brace
+can not swallow the file.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import ast
 import json
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from forensics.ingest import sdk_repr
 
 MAX_SPAN_LINES = 5000
 MAX_OBJECT_CHARS = 32 * 1024 * 1024
@@ -111,9 +115,13 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
 
     while (item := next_line()) is not None:
         number, text = item
-        if text is None or "{" not in text:
+        # Printed SDK objects (sdk_repr) come first: the dicts inside them are theirs.
+        sdk = sdk_repr.find(text) if text is not None and ("(" in text or "=" in text) else []
+        if text is None or ("{" not in text and not sdk):
             yield Line(number, text)
             continue
+        if sdk and (sdk[-1][3] or "").endswith(sdk_repr.UNCLOSED):
+            sdk[-1] = _sdk_across_lines(text, sdk[-1], next_line, pending)
         line = Line(number, text)
         pos = 0
         while (m := _START.search(text, pos)) is not None:
@@ -182,4 +190,64 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
             # Everything after the start line is read again as ordinary lines.
             pending.extendleft(reversed(consumed))
             break
+        if sdk:
+            _merge_sdk(line, sdk)
         yield line
+
+
+def _merge_sdk(line: Line, sdk: list[tuple[int, int, Any, str | None]]) -> None:
+    """Printed SDK objects and the dicts of the same line, each record read once.
+
+    A dict that parsed is the record and the SDK text inside it (a message quoted in a string)
+    is not; a dict that failed because SDK objects sit inside it (LangGraph's
+    `{'messages': [HumanMessage(...), AIMessage(...)]}`) is read through those objects; the
+    dicts inside an SDK object (its response_metadata) are that object's.
+    """
+    spans = [(len(f.prefix), len(f.prefix) + len(f.text), f) for f in line.objects]
+    kept = [
+        (s, e, v, r)
+        for s, e, v, r in sdk
+        if not any(fs <= s and e <= fe and f.error is None for fs, fe, f in spans)
+    ]
+    objects = [
+        f
+        for fs, fe, f in spans
+        if not any(s <= fs and fe <= e for s, e, _v, _r in kept)
+        and not (f.error is not None and any(fs <= s and e <= fe for s, e, _v, _r in kept))
+    ]
+    objects += [Found(line.number, line.text[:s], line.text[s:e], v, r) for s, e, v, r in kept]  # type: ignore[index]
+    line.objects = sorted(objects, key=lambda f: len(f.prefix))
+
+
+def _sdk_across_lines(
+    text: str,
+    found: tuple[int, int, Any, str | None],
+    next_line: Callable[[], tuple[int, str | None] | None],
+    pending: deque[tuple[int, str | None]],
+) -> tuple[int, int, Any, str | None]:
+    """An SDK object a pretty-printer broke over lines, read whole from its first line.
+
+    The lines it spans are consumed; the rest of its closing line is read again on its own.
+    When it never closes, the lines are put back and the object stays a reject.
+    """
+    start = found[0]
+    joined = text[start:]
+    consumed: list[tuple[int, str | None]] = []
+    while len(consumed) < sdk_repr.MAX_LINES and len(joined) < sdk_repr.MAX_CHARS:
+        nxt = next_line()
+        if nxt is None:
+            break
+        consumed.append(nxt)
+        if nxt[1] is None:
+            break
+        joined += "\n" + nxt[1]
+        end = sdk_repr.end_of(joined)
+        if end >= 0:
+            value, error = sdk_repr.parse(joined[:end])
+            last_number, last_text = nxt
+            rest = last_text[end - (len(joined) - len(last_text)) :]
+            if rest.strip():
+                pending.appendleft((last_number, rest))
+            return start, len(text), value, error
+    pending.extendleft(reversed(consumed))
+    return found

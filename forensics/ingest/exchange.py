@@ -3,8 +3,9 @@
 Containers (JSONL pairs, OpenAI Batch, HAR, LiteLLM logs) only know where the request and the
 response are; this module knows what they say. The API is recognised from the URL path, else
 from the shape of the bodies (never from a file name): OpenAI Chat Completions and everything
-compatible, Anthropic Messages, OpenAI Responses and Gemini, each a `Dialect` in `DIALECTS`: a
-new API is one more entry, not another branch here.
+compatible, Anthropic Messages, OpenAI Responses, Gemini, Ollama's native API, Bedrock Converse
+and the servers' native generate endpoints, each a `Dialect` in `DIALECTS`: a new API is one
+more entry, not another branch here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from forensics.ingest import anthropic, gemini, openai_chat, openai_responses, requestinfo, sse
+from forensics.ingest import (
+    anthropic,
+    bedrock,
+    gemini,
+    generate_api,
+    ollama,
+    openai_chat,
+    openai_responses,
+    requestinfo,
+    sse,
+)
 from forensics.ingest.apicommon import as_dict, as_str, endpoint_of, error_text, without_query
 
 
@@ -68,6 +79,8 @@ def _decode(body: Any) -> tuple[str, Any]:
     if body is None:
         return "none", None
     if isinstance(body, bytes):
+        if bedrock.is_eventstream(body):  # ConverseStream's binary frames
+            return "chunks", bedrock.eventstream_chunks(body)
         body = body.decode("utf-8", errors="replace")
     if isinstance(body, dict):
         return "json", body
@@ -88,8 +101,28 @@ def _decode(body: Any) -> tuple[str, Any]:
         try:
             return _decode(json.loads(text))
         except (json.JSONDecodeError, RecursionError):
+            if (lines := _ndjson(text)) is not None:
+                return "chunks", lines
             return "text", text
     return "text", text
+
+
+def _ndjson(text: str) -> list[dict[str, Any]] | None:
+    """The objects of a newline-delimited JSON stream (Ollama streams), or None if it is not
+    one: at least two lines, every non-blank line a JSON object."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    out = []
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        out.append(value)
+    return out
 
 
 def _sse_payloads(text: str) -> tuple[list[dict[str, Any]], bool, int]:
@@ -138,10 +171,37 @@ def build(ex: Exchange, line: int) -> Call:
         payloads, done, bad = _sse_payloads(response)
     chunks = payloads if res_kind == "sse" else response if res_kind == "chunks" else []
     dialect = detect(ex.url, request, response if res_kind == "json" else None, chunks)
-    if dialect is None:
+    if (
+        dialect is None
+        or (res_kind == "json" and _foreign_answer(ex, response))
+        or (ex.url and urlsplit(ex.url).path.rstrip("/").endswith(_NOT_CALL_PATHS))
+    ):
         where = " ".join(p for p in (ex.method, without_query(ex.url)) if p)
         raise NotACall(f"not an LLM API call{f' ({where})' if where else ''}")
     return dialect.build(ex, line, request, res_kind, response, payloads, done, bad)
+
+
+# Endpoints of the same APIs that produce no turn: embeddings, token counting.
+_NOT_CALL_PATHS = (
+    "/embeddings",
+    ":embedContent",
+    ":batchEmbedContents",
+    "/count_tokens",
+    "/count-tokens",
+    ":countTokens",
+)
+
+
+def _foreign_answer(ex: Exchange, body: Mapping[str, Any]) -> bool:
+    """A successful JSON answer that no API's response shape claims, to a URL no API's path
+    claims: the request only looked like one (an embeddings call's `input`, a search API's
+    `contents`). Error bodies stay calls: a failed call is evidence."""
+    if (ex.status is not None and not 200 <= ex.status < 300) or "error" in body:
+        return False
+    path = urlsplit(ex.url).path.rstrip("/") if ex.url else ""
+    if path and any(d.claims_path(path) for d in DIALECTS):
+        return False
+    return not any(d.claims_body(body) for d in DIALECTS)
 
 
 def _messages_api(
@@ -195,6 +255,14 @@ def _messages_api(
         fields.update(got)
         if output is None:
             output = _placeholder()
+            if not fields.get("error"):  # never an empty turn that says nothing
+                keys = ", ".join(sorted(map(str, response))[:8])
+                said = response.get("message") or response.get("detail")
+                errors.append(
+                    error_text(said)
+                    if isinstance(said, str) and said.strip()
+                    else f"response body holds no answer (keys: {keys})"
+                )
     elif res_kind == "text":
         output = _placeholder()
         errors.append(f"response body is not JSON: {' '.join(response[:200].split())}")
@@ -264,6 +332,20 @@ def _gemini_api(
     return call
 
 
+def _ollama_api(ex: Exchange, line: int, request: Any, *rest: Any) -> Call:
+    call = _messages_api(ollama, ex, line, request, *rest)
+    ollama.adjust(call.fields, request)
+    return call
+
+
+def _bedrock_api(ex: Exchange, line: int, request: Any, *rest: Any) -> Call:
+    call = _messages_api(bedrock, ex, line, request, *rest)
+    for key, value in bedrock.call_fields(ex.url).items():
+        if value is not None and (key != "model" or not call.fields.get("model")):
+            call.fields[key] = value
+    return call
+
+
 def _failed(ex: Exchange, output: dict[str, Any] | None) -> bool:
     if ex.transport_error is not None or ex.status == 0:
         return True
@@ -279,7 +361,8 @@ def _failed(ex: Exchange, output: dict[str, Any] | None) -> bool:
 class Dialect:
     """One API's way of spelling a call. An API is recognised from the URL path first, then
     from a whole response body or from the first stream chunks, then from the request body;
-    each hook answers only for its own API, so the registry's order does not decide."""
+    each hook answers only for its own API. Only request hooks overlap (Chat Completions takes
+    any body with messages), so the narrower ones are listed first."""
 
     name: str
     claims_path: Callable[[str], bool]
@@ -314,6 +397,31 @@ def _gemini_body(body: Mapping[str, Any]) -> bool:
 
 
 DIALECTS: list[Dialect] = [
+    # First: their request hooks are narrower than Chat Completions' "has messages".
+    Dialect(
+        "ollama",
+        ollama.claims_path,
+        ollama.is_response,
+        ollama.is_response,
+        ollama.is_request,
+        _ollama_api,
+    ),
+    Dialect(
+        "bedrock-converse",
+        bedrock.claims_path,
+        bedrock.is_response,
+        bedrock.is_chunk,
+        bedrock.is_request,
+        _bedrock_api,
+    ),
+    Dialect(
+        "native-generate",
+        generate_api.claims_path,
+        generate_api.is_response,
+        generate_api.is_response,
+        generate_api.is_request,
+        partial(_messages_api, generate_api),
+    ),
     Dialect(
         "openai-chat",
         lambda path: path.endswith(("/chat/completions", "/completions")),
@@ -343,7 +451,7 @@ DIALECTS: list[Dialect] = [
         lambda path: ":generateContent" in path or ":streamGenerateContent" in path,
         _gemini_body,
         lambda chunk: "candidates" in chunk or "promptFeedback" in chunk,
-        lambda body: "contents" in body,
+        lambda body: isinstance(body.get("contents"), list),
         _gemini_api,
     ),
 ]

@@ -92,9 +92,24 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+# Other top-level keys of a response (REST, SDK dumps): with only these, a body without usage or
+# metadata (a blocked prompt's lone promptFeedback, older candidates-only answers) is still one.
+_OTHER_KEYS = frozenset(
+    {
+        "automaticFunctionCallingHistory",
+        "automatic_function_calling_history",
+        "sdkHttpResponse",
+        "sdk_http_response",
+        "parsed",
+    }
+)
+
+
 def _looks_like_keys(keys: Iterable[str]) -> bool:
     found = set(keys)
-    return bool(found & _BODY_KEYS) and bool(found & _META_KEYS)
+    if not found & _BODY_KEYS:
+        return False
+    return bool(found & _META_KEYS) or found <= _BODY_KEYS | _OTHER_KEYS
 
 
 def is_response(obj: Any) -> bool:
@@ -310,6 +325,8 @@ def turn_from_response(
             errors.append(
                 f"prompt blocked (promptFeedback.blockReason {block})" + (f": {why}" if why else "")
             )
+        elif not isinstance(_get(response, "error"), Mapping):
+            errors.append("response without candidates: no answer and no block reason")
     if isinstance(_get(first, "finishMessage"), str):
         errors.append(_get(first, "finishMessage"))
     error = _get(response, "error")

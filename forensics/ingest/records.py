@@ -34,6 +34,10 @@ FINISH_REASONS: dict[str, str] = {
     "function_call": "tool_calls",
     "tool_use": "tool_calls",
     "content_filter": "content_filter",
+    # Bedrock Converse: a guardrail or the provider's filter stopped the answer.
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+    "eos_token": "stop",  # Text Generation Inference
     "safety": "content_filter",
     "recitation": "content_filter",
     # Gemini: every blocking reason is a filter (formats-api §1.4); a call the model got wrong

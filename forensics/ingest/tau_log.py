@@ -19,7 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import embedded, files
+from forensics.ingest import embedded, files, sdk_repr
 from forensics.ingest.records import (
     Collector,
     Episode,
@@ -189,13 +189,13 @@ class _LogReader:
                 ep.termination_reason = tau_termination({}, [m for _, m in ep.messages])
             self.collector.add_episode(ep)
 
-    def add_message(self, line: int, msg: dict[str, Any]) -> None:
+    def add_message(self, line: int, msg: dict[str, Any], **fields: Any) -> None:
         ep = self.episode
         if msg.get("role") == "system" and ep is not None and ep.messages:
             ep = None  # a new conversation starts
         if ep is None:
             ep = self.open_episode(line, None)
-        ep.messages.append((line, msg))
+        ep.add(line, msg, **fields)
         self.records += 1
 
     def add_result(self, line: int, mark: str, task_id: str, info: Any) -> None:
@@ -298,6 +298,17 @@ class _LogReader:
         result = _RESULT.search(found.prefix)
         if result and isinstance(value, dict):
             self.add_result(found.line, result.group(1), result.group(2), value)
+        elif sdk_repr.is_sdk_object(value):
+            if (read := sdk_repr.as_message(value)) is not None:
+                message, fields = read
+                self.add_message(
+                    found.line, message, **{k: v for k, v in fields.items() if v is not None}
+                )
+            else:
+                reason = f"printed {value['__class__']} holds no message"
+                self.collector.reject(
+                    str(self.path), found.line, reason, found.text, source_format=FORMAT
+                )
         elif is_message(value):
             self.add_message(found.line, value)
         elif isinstance(value, dict) and {"task_id", "traj"} <= value.keys():

@@ -240,6 +240,28 @@ def _headline(m: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _score_split(m: dict[str, Any]) -> list[str]:
+    """Is this score about the model: the failed episodes by whose failure they were."""
+    split = m.get("score_split")
+    if not split:
+        return []
+    lines = ["## Is this score about the model?", "", inline(split["text"]), ""]
+    if split["penalised"]:
+        lines += [
+            "| failed or penalised episodes | episodes | reward lost | share | causes |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for g in split["groups"]:
+            if g["episodes"]:
+                causes = ", ".join(_code(c) for c in g["causes"]) or "—"
+                lines.append(
+                    f"| {g['label']} | {g['episodes']} | {g['reward_lost']:g} | "
+                    f"{_pct(g['share'])} | {causes} |"
+                )
+        lines.append("")
+    return lines
+
+
 def _causes(m: dict[str, Any]) -> list[str]:
     lines = ["## Causes, ranked", ""]
     if not m["causes"]:
@@ -326,6 +348,7 @@ def render(model: dict[str, Any]) -> str:
     title = model["primary"]["title"] if model["primary"] else "no findings"
     lines = [f"# forensics: {inline(title)}", ""]
     lines += [*_verdict(model), "", *_headline(model), ""]
+    lines += _score_split(model)
     lines += _causes(model) + _fixes(model) + _validation(model)
     formats = ", ".join(f"{n} {_code(f)}" for f, n in s["files_by_format"].items())
     lines.append(

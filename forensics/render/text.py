@@ -109,6 +109,8 @@ def render(model: dict[str, Any], report_path: str | None = None, style: Style =
         *_runs(s["runs"]),
         *_disagreements(s["disagreements"]),
     ]
+    if split := model.get("score_split"):
+        lines += ["", f"Is this score about the model? {v(split['text'])}"]
     for cause in model["causes"]:
         lines.append("")
         title = style.paint(f"{cause['rank']}. {v(cause['title'])}", "1")

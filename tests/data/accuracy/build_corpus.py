@@ -434,6 +434,8 @@ WHOLE_CONTENT = {"llama3_json", "pythonic", "xlam", "mistral_stripped"}
 # it needs. Expectations list every rule the planted shape triggers, by its definition.
 
 Plant = Callable[[random.Random, dict[str, Any]], list[dict[str, Any]]]
+# Token counts of a call: a planted copy of a call is a new call and does not keep them.
+USAGE = {"input_tokens", "output_tokens", "reasoning_tokens"}
 
 
 def plant_markup(rng, traj):
@@ -978,6 +980,8 @@ def plant_overflow(rng, traj):
             return []
         t["episode"]["termination_reason"] = "context_window_exceeded"
         t["episode"]["reward"] = 0.0
+        # an exit status that names the context window: the run-exit rule reads it too
+        expect.append(("run-exit-infra", k))
     near = cut(traj, k)
     near["turns"][k] = reply(
         traj["turns"][k],
@@ -1315,8 +1319,13 @@ def plant_repeat_calls(rng, traj):
     n = rng.choice([2, 3, 3, 4])
     t = cut(traj, k + 1)
     for _ in range(n - 1):
-        t["turns"] += copy.deepcopy(traj["turns"][k : k + 2])
+        # a repeated call is a new call: it does not carry the original's token counts
+        t["turns"] += [
+            {f: v for f, v in x.items() if f not in USAGE} for x in traj["turns"][k : k + 2]
+        ]
     expect = [("repeated-tool-call", k)] if n >= 3 else []
+    # the same call with the same result 4 times is also an action loop (on the 4th call)
+    expect += [("action-loop", k + 6)] if n >= 4 else []
     return [case("planted", f"same-call-x{n}", t, expect, f"the same call {n} times", focus=k)]
 
 
@@ -1468,6 +1477,259 @@ PLANTS: list[tuple[Plant, int]] = [
     (plant_loop, 2),
     (plant_leak, 1),
     (plant_format, 1),
+]
+
+
+# --- episode-level plants (exit statuses, step limits, loops, tool exceptions, simulator faults,
+# transfers, prompt plateaus, loops to the cap) ------------------------------------------------
+
+INFRA_EXITS = [
+    "user_error",
+    "timeout",
+    "infrastructure_error",
+    "submitted (exit_cost)",
+    "exit_context",
+    "exit_api",
+    "AgentTimeoutError",
+    "time_limit",
+]
+MODEL_EXITS = ["too_many_errors", "exit_format", "exit_forfeit"]
+
+
+def plant_run_exit(rng, traj):
+    acted = agent_turns(traj, calls=True)
+    ks = [k for k in agent_turns(traj) if acted and k > acted[0]]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    out = []
+    for rule, statuses in (("run-exit-infra", INFRA_EXITS), ("run-exit-model", MODEL_EXITS)):
+        status = rng.choice(statuses)
+        t = cut(traj, k, reward=0.0)
+        t["episode"]["termination_reason"] = status
+        near = copy.deepcopy(t)
+        near["episode"]["reward"] = 1.0
+        out += [
+            case("planted", f"exit-{rule}", t, [(rule, k)], status, focus=k),
+            case("planted", f"exit-{rule}-rewarded", near, [], f"{status}, reward 1", focus=k),
+        ]
+    plain = cut(traj, k, reward=0.0)
+    plain["episode"]["termination_reason"] = rng.choice(["agent_error", "user_stop", "submitted"])
+    out.append(case("planted", "exit-not-a-fault", plain, [], "an ordinary ending", focus=k))
+    return out
+
+
+def plant_step_limit(rng, traj):
+    fmt = traj["episode"]["source_format"] or ""
+    keys = {"tau2": ("max_steps", 200), "tau_bench": ("max_num_steps", 30)}
+    harness = "tau2" if fmt.startswith("tau2") else "tau_bench" if fmt.startswith("tau") else ""
+    ks = agent_turns(traj)
+    if not harness or not ks:
+        return []
+    key, default = keys[harness]
+    k = ks[-1]
+    out = []
+    for limit, expect in ((rng.randint(5, default // 2), [("step-limit", k)]), (default, [])):
+        t = cut(traj, k, reward=0.0)
+        t["episode"]["termination_reason"] = "max_steps"
+        t["episode"]["labels"] = dict(t["episode"].get("labels") or {}, **{key: str(limit)})
+        out.append(case("planted", f"step-limit-{limit}", t, expect, f"{key} {limit}", focus=k))
+    return out
+
+
+def plant_action_loop(rng, traj):
+    ks = [
+        k
+        for k in agent_turns(traj, calls=True)
+        if k + 1 < len(traj["turns"]) and traj["turns"][k + 1].get("role") == "tool"
+    ]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    n = rng.choice([3, 4, 5])
+    t = cut(traj, k + 1, reward=0.0)
+    pair = [{f: v for f, v in x.items() if f not in USAGE} for x in traj["turns"][k : k + 2]]
+    calls = [k]
+    for _ in range(n - 1):
+        t["turns"] += [
+            reply(traj["turns"][k], content="That did not work. Could you check the details?"),
+            {"role": "user", "actor": "user_sim", "content": "They are right. Try again."},
+        ]
+        calls.append(len(t["turns"]))
+        t["turns"] += copy.deepcopy(pair)
+    expect = [("action-loop", calls[3])] if n >= 4 else []
+    return [case("planted", f"action-loop-x{n}", t, expect, f"same call and result x{n}", focus=k)]
+
+
+TOOL_EXCEPTIONS = [
+    "Error: 'NoneType' object is not subscriptable",
+    "Error: unsupported operand type(s) for +: 'int' and 'NoneType'",
+    "Error: 'dict' object has no attribute 'payment_id'",
+    "Error: list index out of range",
+    'Traceback (most recent call last):\n  File "tools.py", line 88, in get_user_details\n'
+    "    return self.data['users'][user_id]['orders'][0]\nIndexError: list index out of range",
+]
+MODEL_TOOL_ERRORS = [
+    "Error: user not found",
+    "Error: get_user_details() got an unexpected keyword argument 'id'",
+    "Error: 1 validation error for Passenger\ndob\n  Input should be a valid date",
+]
+
+
+def plant_tool_exception(rng, traj):
+    tools = [i for i, t in enumerate(traj["turns"]) if t.get("role") == "tool"]
+    if len(tools) < 2:
+        return []
+    a, b = sorted(rng.sample(tools, 2))
+    t = cut(traj, b, reward=0.0)
+    near = cut(traj, b, reward=0.0)
+    for i in (a, b):
+        t["turns"][i] = dict(t["turns"][i], content=rng.choice(TOOL_EXCEPTIONS))
+        near["turns"][i] = dict(near["turns"][i], content=rng.choice(MODEL_TOOL_ERRORS))
+    return [
+        case("planted", "tool-exception", t, [("harness-tool-exception", a)], "x2", focus=b),
+        case("planted", "tool-error-of-the-model", near, [], "domain/argument errors", focus=b),
+    ]
+
+
+SIM_FAULTS = [
+    "",
+    "Hmm, and what happens to the refund for my last trip then? ###STOP###",
+    "###STOP### Actually wait, I also need to update my address.",
+    "I have updated your reservation as requested. Is there anything else I can help you with?",
+    "Assistant: Your booking has been cancelled. How can I help you today?",
+]
+
+
+def plant_user_sim_fault(rng, traj):
+    ks = [k for k in agent_turns(traj, calls=False, text=True) if "?" in _text(traj["turns"][k])]
+    acted = agent_turns(traj, calls=True)
+    ks = [k for k in ks if acted and k > acted[0]]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    text = rng.choice(SIM_FAULTS)
+    t = cut(traj, k, reward=0.0)
+    t["turns"].append({"role": "user", "actor": "user_sim", "content": text})
+    near = copy.deepcopy(t)
+    near["episode"]["reward"] = 1.0
+    bye = cut(traj, k, reward=0.0)
+    bye["turns"].append(
+        {"role": "user", "actor": "user_sim", "content": "Thanks, that's all for today. ###STOP###"}
+    )
+    return [
+        case(
+            "planted",
+            "user-sim-fault",
+            t,
+            [("user-sim-fault", k + 1)],
+            text[:40] or "empty",
+            focus=k,
+        ),
+        case("planted", "user-sim-fault-rewarded", near, [], "same, reward 1", focus=k),
+        case("planted", "user-sim-goodbye", bye, [], "an ordinary goodbye", focus=k),
+    ]
+
+
+def plant_transfer(rng, traj):
+    users = [i for i, t in enumerate(traj["turns"]) if t.get("actor") == "user_sim"]
+    agents = agent_turns(traj)
+    if not users or not agents:
+        return []
+    replies = [i for i in agents if i > users[0]]
+    calls = agent_turns(traj, calls=True)
+    if not replies or not calls or calls[0] < replies[0]:
+        return []
+    f = replies[0]
+    call = {
+        "id": "call_transfer",
+        "name": "transfer_to_human_agents",
+        "arguments": json.dumps({"summary": previous_user(traj, f)[:120]}),
+    }
+    out = []
+    for name, k, reward, expect in (
+        ("transfer-first-reply", f, 0.0, [("reflexive-transfer", f)]),
+        ("transfer-first-reply-rewarded", f, 1.0, []),
+        ("transfer-after-acting", calls[-1], 0.0, []),
+    ):
+        if name == "transfer-after-acting" and calls[-1] == f:
+            continue
+        t = cut(traj, k, reward=reward)
+        t["turns"][k] = reply(traj["turns"][k], tool_calls=[call])
+        t["turns"].append({"role": "tool", "actor": "env", "content": "Transfer successful"})
+        out.append(case("planted", name, t, expect, "transfer_to_human_agents", focus=k))
+    return out
+
+
+def plant_prompt_plateau(rng, traj):
+    calls = [k for k in agent_turns(traj) if traj["turns"][k].get("input_tokens")]
+    sizes, total = {}, 0
+    for i, t in enumerate(traj["turns"]):
+        sizes[i] = total
+        total += len(t.get("content") or "") + sum(
+            len(c.get("arguments") or "") for c in t.get("tool_calls") or []
+        )
+    triples = [
+        calls[j : j + 3]
+        for j in range(len(calls) - 2)
+        if sizes[calls[j + 2]] >= 1.25 * sizes[calls[j]] + 1000
+    ]
+    if not triples:
+        return []
+    a, b, c = rng.choice(triples)
+    window = rng.choice([4096, 8192, 32768])
+    t = cut(traj, c, reward=0.0)
+    for i in (a, b, c):
+        t["turns"][i] = dict(t["turns"][i], input_tokens=window // 2 + 2)
+    return [
+        case(
+            "planted",
+            f"prompt-plateau-{window}",
+            t,
+            [("silent-prompt-truncation", c)],
+            f"num_ctx {window}",
+            focus=c,
+        )
+    ]
+
+
+def plant_loop_to_cap(rng, traj):
+    ks = [
+        k for k in agent_turns(traj, calls=False, text=True) if len(_text(traj["turns"][k])) > 150
+    ]
+    if not ks:
+        return []
+    k = rng.choice(ks)
+    text = _text(traj["turns"][k])
+    words = text.split()
+    unit = rng.choice([" ".join(words[:6]) + " ", "的", "!", words[-1] + " "])
+    looped = text + " " + unit * (600 // len(unit) + 3)
+    cap = rng.choice([512, 1024, 2048])
+    out = []
+    for name, fields, expect in (
+        (
+            "loop-to-cap",
+            {"finish_reason_raw": "length", "output_tokens": cap, "max_output_tokens": cap},
+            [("repetition-to-cap", k), ("think-loop", k)],
+        ),
+        ("loop-stopped", {"finish_reason_raw": "stop"}, [("think-loop", k)]),
+    ):
+        # unscored, as the other loop plants: a failed episode without a call is another rule's
+        t = cut(traj, k)
+        t["turns"][k] = reply(traj["turns"][k], content=looped, **fields)
+        out.append(case("planted", name, t, expect, repr(unit), focus=k))
+    return out
+
+
+PLANTS += [
+    (plant_run_exit, 2),
+    (plant_step_limit, 2),
+    (plant_action_loop, 1),
+    (plant_tool_exception, 2),
+    (plant_user_sim_fault, 2),
+    (plant_transfer, 1),
+    (plant_prompt_plateau, 8),
+    (plant_loop_to_cap, 2),
 ]
 
 

@@ -1,0 +1,108 @@
+"""The records of a JSON file that is either JSONL, a top-level array, or one document.
+
+Trace exporters and dataset dumps write all three: the OpenTelemetry file exporter and
+process-mode rollouts one JSON value per line, Hugging Face datasets a whole array, a pasted
+export one pretty-printed object. Each record comes with its line and JSON path; what can not be
+parsed becomes a reject with its line, and the walk goes on where it can.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forensics.ingest import files, jsonwalk
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, reject_trailing
+
+
+@dataclass
+class Record:
+    line: int
+    # "$[3]" for an array element, "$" for a whole document, "$<2>" for the third of values
+    # printed one after another, None in JSONL.
+    json_path: str | None
+    value: Any
+    # Line of the first occurrence of a text at or after the record's start, for readers that
+    # locate parts of a multi-line record (None in JSONL, where a record is its line).
+    locate: Callable[[str], int] | None = None
+
+
+def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
+    """Every parseable record of the file; the others are rejected as they are met."""
+    name = str(path)
+    if jsonwalk.is_jsonl(files.iter_lines(path), (dict, list)):
+        for number, text in files.iter_lines(path):
+            if text is None:
+                reason = f"line longer than {files.MAX_LINE_BYTES} bytes; skipped"
+                collector.reject(name, number, reason, "", fmt)
+                continue
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                reason = f"invalid JSON ({exc.msg} at column {exc.colno})"
+                collector.reject(name, number, reason, text, fmt)
+                continue
+            except RecursionError:
+                collector.reject(name, number, NESTED_TOO_DEEPLY, "", fmt)
+                continue
+            yield Record(number, None, value)
+        return
+    text = files.read_text(path)
+    line_of = jsonwalk.LineCounter(text)
+    pos = jsonwalk.skip_ws(text, 1 if text.startswith("\ufeff") else 0)
+    if text.startswith("[", pos):
+        index, last = -1, pos + 1
+        try:
+            for index, (start, item, stop) in enumerate(jsonwalk.elements(text, pos)):
+                last = stop
+                yield Record(line_of(start), f"$[{index}]", item, _locator(text, start, line_of))
+        except jsonwalk.WalkError as exc:
+            reason = (
+                f"array element {index + 1} not read: {exc.msg}; the elements before it are kept"
+            )
+            collector.reject(name, line_of(exc.pos), reason, text[exc.pos : exc.pos + 200], fmt)
+            return
+        # `elements` returned only after seeing the closing bracket after the last element.
+        reject_trailing(collector, name, text, jsonwalk.skip_ws(text, last) + 1, line_of, fmt)
+        return
+    # One document, or objects printed one after another (ConsoleSpanExporter, pretty-printed
+    # dumps): each whole value is a record; what follows a value that is not one is rejected.
+    index = 0
+    while True:
+        try:
+            value, end = jsonwalk.value(text, pos)
+        except jsonwalk.WalkError as exc:
+            where = "" if index == 0 else f"value {index + 1}: "
+            reason = f"{where}invalid JSON ({exc.msg})"
+            collector.reject(name, line_of(exc.pos), reason, text[pos : pos + 200], fmt)
+            return
+        json_path = "$" if index == 0 and jsonwalk.trailing(text, end) is None else f"$<{index}>"
+        yield Record(line_of(pos), json_path, value, _locator(text, pos, line_of))
+        following = jsonwalk.skip_ws(text, end)
+        if following >= len(text) or text[following] != "{":
+            break
+        pos, index = following, index + 1
+    reject_trailing(collector, name, text, end, line_of, fmt)
+
+
+def _locator(text: str, start: int, line_of: jsonwalk.LineCounter) -> Callable[[str], int]:
+    # Readers locate the parts of a record in document order: each search starts after the
+    # previous match, so locating every part of a large document stays linear.
+    cursor = start
+
+    def locate(needle: str) -> int:
+        nonlocal cursor
+        found = text.find(needle, cursor)
+        if found < 0:
+            found = text.find(needle, start)
+        if found < 0:
+            return line_of(start)
+        cursor = found + 1  # the same needle again finds its next occurrence
+        return line_of(found)
+
+    return locate
