@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO
 
 import click
 
-from forensics import atomic, config, engine, gate, schema
+from forensics import atomic, config, engine, gate, progress, schema
 from forensics.ingest.files import InputError
 
 FAIL_ON = schema.SEVERITIES
 
 
 def _fail(message: str) -> NoReturn:
+    progress.interrupt()
     click.echo(f"forensics: error: {_shown(message)}", err=True)
     sys.exit(2)
 
@@ -77,6 +81,96 @@ def _rules_option(f: Callable) -> Callable:
     )(f)
 
 
+OUTPUT_FORMATS = ["text", "json", "sarif", "junit", "github", "md"]
+
+
+def _is_dash(path: Path | None) -> bool:
+    return path is not None and str(path) == "-"
+
+
+def _terminal_options(f: Callable) -> Callable:
+    """What the terminal shows, and which rules run: the flags ruff users reach for."""
+    for option in reversed(
+        [
+            click.option(
+                "--select",
+                multiple=True,
+                metavar="RULES",
+                help="Run only these rules: ids or globs (think-*), comma-separated; may repeat.",
+            ),
+            click.option(
+                "--ignore",
+                multiple=True,
+                metavar="RULES",
+                help="Do not run these rules (ids or globs, comma-separated; may repeat); "
+                "wins over --select.",
+            ),
+            click.option(
+                "--output-format",
+                type=click.Choice(OUTPUT_FORMATS),
+                default="text",
+                show_default=True,
+                help="What stdout carries: the summary (text) or one machine output, the "
+                "summary then going to stderr.",
+            ),
+            click.option(
+                "-q", "--quiet", is_flag=True, help="Print nothing but errors: the exit code tells."
+            ),
+            click.option(
+                "--statistics",
+                is_flag=True,
+                help="Print the number of findings per rule instead of the summary.",
+            ),
+            click.option(
+                "--color",
+                type=click.Choice(["auto", "always", "never"]),
+                default="auto",
+                show_default=True,
+                help="Colour by severity; auto: on a terminal, unless NO_COLOR is set.",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+def _style(stream: TextIO, color: str) -> Any:
+    """Wrapping at the terminal's width and colour, only for a person at a terminal."""
+    from forensics.render import text
+
+    tty = progress.wanted(stream, quiet=False, env={})  # a terminal, CI or not
+    on = color == "always" or (color == "auto" and tty and not os.environ.get("NO_COLOR"))
+    width = shutil.get_terminal_size().columns if tty else None
+    return text.Style(width, on)
+
+
+def _chosen_rules(
+    settings: config.Settings,
+    rules_dirs: tuple[Path, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+) -> config.Settings:
+    """The settings with --select/--ignore applied: every rule not selected, or ignored, off."""
+    if not select and not ignore:
+        return settings
+    known = [r.id for r in engine.load_rules(list(rules_dirs))]
+
+    def named(specs: tuple[str, ...], flag: str) -> set[str]:
+        ids: set[str] = set()
+        for part in (p.strip() for spec in specs for p in spec.split(",")):
+            if not part:
+                continue
+            hits = fnmatch.filter(known, part)
+            if not hits:
+                raise config.ConfigError(f"{flag} {part}: no such rule; known: {', '.join(known)}")
+            ids.update(hits)
+        return ids
+
+    chosen = named(select, "--select") if select else set(known)
+    off = set(settings.disable) | (set(known) - chosen) | named(ignore, "--ignore")
+    return replace(settings, disable=tuple(sorted(off)))
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
@@ -85,33 +179,33 @@ def _rules_option(f: Callable) -> Callable:
     "output",
     default="forensics-report",
     show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory for the HTML report (report.html).",
+    type=click.Path(file_okay=False, path_type=Path, allow_dash=True),
+    help="Directory for the HTML report (report.html); - prints the page to stdout.",
 )
 @click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
 @click.option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the machine result (summary, causes, findings, rejects, gate) here.",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write the machine result (summary, causes, findings, rejects, gate) here; - for stdout.",
 )
 @click.option(
     "--sarif",
     "sarif_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write SARIF 2.1.0 (code scanning) here.",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write SARIF 2.1.0 (code scanning) here; - for stdout.",
 )
 @click.option(
     "--junit",
     "junit_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write JUnit XML here: a testsuite per run, a testcase per trajectory.",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write JUnit XML here: a testsuite per run, a testcase per trajectory; - for stdout.",
 )
 @click.option(
     "--md",
     "md_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report as Markdown here.",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write the report as Markdown here; - for stdout.",
 )
 @click.option(
     "--github",
@@ -155,7 +249,7 @@ def _rules_option(f: Callable) -> Callable:
 @click.option(
     "--write-baseline",
     "write_baseline",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
     help="Record the current findings by fingerprint in this file and exit 0: writing a "
     "baseline is not a gate run.",
 )
@@ -200,6 +294,7 @@ def _rules_option(f: Callable) -> Callable:
     "[default: config, else 1024].",
 )
 @click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
+@_terminal_options
 def scan(
     paths: tuple[str, ...],
     output: Path,
@@ -226,8 +321,18 @@ def scan(
     max_decompressed_mb: int | None,
     max_document_mb: int | None,
     explain_formats: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+    quiet: bool,
+    statistics: bool,
+    color: str,
 ) -> None:
     """Scan logs and result files; print the diagnosis, write the report and outputs.
+
+    PATHS are files, directories or globs; - reads one artifact from stdin (named <stdin>).
+    Any file option given - writes to stdout, as --output-format does; the summary then goes
+    to stderr, and only one output can have stdout.
 
     Exit codes: 0 the gate passes; 1 the gate fails: a finding at or above --fail-on, a
     --max-rate exceeded or naming a rule that can run on none of the inputs, an input file
@@ -241,80 +346,210 @@ def scan(
     from forensics.render import github as github_out
     from forensics.render import html, jsonout, junit, markdown, sarif, text
 
+    files = {
+        "html": None if no_report else output,
+        "json": json_path,
+        "sarif": sarif_path,
+        "junit": junit_path,
+        "md": md_path,
+        "baseline": write_baseline,
+    }
+    to_stdout = [kind for kind, path in files.items() if _is_dash(path)]
+    if output_format != "text":
+        to_stdout.append(output_format)
+    if len(to_stdout) > 1:
+        _fail(f"only one output can go to stdout, not {' and '.join(to_stdout)}")
+    for flag, path in (("--db", db_path), ("--parquet", parquet_dir)):
+        if _is_dash(path):
+            _fail(f"{flag} -: a database can not be written to stdout")
+    if paths.count("-") > 1:
+        _fail("scan -: standard input can be read once")
+    if "-" in paths and sys.stdin.isatty():
+        _fail("scan -: standard input is a terminal; pipe an artifact in (forensics scan - < FILE)")
+    with contextlib.ExitStack() as stack:
+        if progress.wanted(sys.stderr, quiet):
+            stack.enter_context(progress.shown(sys.stderr, shutil.get_terminal_size().columns))
+        names, spool = list(paths), None
+        if "-" in names:
+            from forensics import stdin
+
+            spool = stack.enter_context(stdin.spooled(sys.stdin.buffer))
+            names = [str(spool) if p == "-" else p for p in names]
+        try:
+            settings = _settings(config_path, no_config).with_limits(
+                max_decompressed_mb, max_document_mb
+            )
+            settings = _chosen_rules(settings, rules_dirs, select, ignore)
+            if no_fuse:
+                settings = replace(settings, fuse=False)
+            baseline = gate.load_baseline(baseline_path) if baseline_path else None
+            outputs = [p for p in (*files.values(), db_path, parquet_dir) if not _is_dash(p)]
+            result = run_scan(
+                names,
+                rules_dirs=list(rules_dirs),
+                settings=settings,
+                exclude=[p for p in outputs if p is not None],
+            )
+            if spool is not None:
+                result = stdin.relabel(result, spool)
+            policy = gate.Policy(
+                fail_on=fail_on or settings.fail_on or "info",
+                max_rate={**settings.max_rate, **max_rate},
+                baseline=baseline,
+                exit_zero=exit_zero,
+                allow_unchecked=allow_unchecked or settings.allow_unchecked,
+                allow_unreadable=allow_unreadable or settings.allow_unreadable,
+                max_rejects=settings.max_rejects if max_rejects is None else max_rejects,
+            )
+            verdict = gate.evaluate(
+                result.findings,
+                result.trajectories.height,
+                [r.id for r in result.rules],
+                policy,
+                gate.coverage(result),
+            )
+        except (InputError, config.ConfigError, gate.GateError) as exc:
+            _fail(str(exc))
+        except engine.RuleError as exc:
+            _fail(f"rule pack: {exc}")
+        progress.stage("writing outputs")
+        report = report_model.build(result, page=not no_report)
+        if not write_baseline:  # writing a baseline is not a gate run: no verdict to record
+            report["gate"] = verdict.to_dict()
+        base = Path.cwd()
+        new = set(verdict.new) if baseline and not write_baseline else None
+        renderers: dict[str, Callable[[], str]] = {
+            "html": lambda: html.render(report),
+            "json": lambda: jsonout.render(report),
+            "sarif": lambda: sarif.render(report, base, __version__, new),
+            "junit": lambda: junit.render(report, base),
+            "md": lambda: markdown.render(report),
+            "github": lambda: github_out.render(report, base, new),
+            "baseline": lambda: gate.baseline_document(result.findings),
+        }
+        document = renderers[to_stdout[0]]() if to_stdout else None
+        report_file = None
+        for kind, path in files.items():
+            if path is None or _is_dash(path):
+                continue
+            target = path / "report.html" if kind == "html" else path
+            _write(target, renderers[kind]())
+            if kind == "html":
+                report_file = target
+        try:
+            if db_path:
+                store.write_duckdb(result, db_path)
+            if parquet_dir:
+                store.write_parquet(result, parquet_dir)
+        except store.StoreError as exc:
+            _fail(str(exc))
+    # stdout carries one document when one was asked for there; people read stderr then.
+    err = document is not None
+    if document is not None:
+        click.echo(document, nl=False)
+    style = _style(sys.stderr if err else sys.stdout, color)
+    if explain_formats:  # file names and notes escaped, no line a workflow command
+        click.echo(text.explain_formats(report), nl=False, err=err)
+    if github and "github" not in to_stdout:
+        click.echo(github_out.render(report, base, new), nl=False)
+    if not quiet:
+        summary = text.statistics(report, style) if statistics else None
+        summary = summary or text.render(report, str(report_file) if report_file else None, style)
+        click.echo(summary, nl=False, err=err, color=style.color)
+    if write_baseline:
+        if not quiet:
+            n = result.findings["finding_id"].n_unique()
+            noun = "finding" if n == 1 else "findings"
+            where = "stdout" if _is_dash(write_baseline) else write_baseline
+            line = f"baseline: wrote {n} {noun} to {where}"
+            click.echo(text.gate_lines([line]), nl=False, err=err)
+        sys.exit(0)
+    # Escaped like the summary. Unreadable input and unrunnable rules are gate lines too.
+    if not quiet:
+        click.echo(text.gate_lines(verdict.lines(), style), nl=False, err=err, color=style.color)
+    sys.exit(verdict.exit_code)
+
+
+@cli.command("show")
+@click.argument("trajectory")
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read the episode from this database (written by scan --db) instead of scanning.",
+)
+@click.option("--full", is_flag=True, help="Show every turn whole, not clipped.")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour by role and severity; auto: on a terminal, unless NO_COLOR is set.",
+)
+@_rules_option
+@_config_options
+def show_cmd(
+    trajectory: str,
+    paths: tuple[str, ...],
+    db_path: Path | None,
+    full: bool,
+    color: str,
+    rules_dirs: tuple[Path, ...],
+    config_path: Path | None,
+    no_config: bool,
+) -> None:
+    """Print one trajectory turn by turn, with its findings inline.
+
+    TRAJECTORY is a trajectory id, a prefix that names one, a task id, or TASK:TRIAL. The
+    episode is read from --db (what that scan saw, at once) or by scanning PATHS again.
+
+    Exit codes: 0 shown; 2 no such trajectory, an ambiguous one (the candidates are listed),
+    or no --db and no PATHS.
+    """
+    from forensics import show
+    from forensics.render import episode
+
     try:
-        settings = _settings(config_path, no_config).with_limits(
-            max_decompressed_mb, max_document_mb
-        )
-        if no_fuse:
-            settings = replace(settings, fuse=False)
-        baseline = gate.load_baseline(baseline_path) if baseline_path else None
-        outputs = [output, json_path, sarif_path, junit_path, md_path, db_path, parquet_dir]
-        outputs.append(write_baseline)
-        result = run_scan(
-            list(paths),
-            rules_dirs=list(rules_dirs),
-            settings=settings,
-            exclude=[p for p in outputs if p is not None],
-        )
-        policy = gate.Policy(
-            fail_on=fail_on or settings.fail_on or "info",
-            max_rate={**settings.max_rate, **max_rate},
-            baseline=baseline,
-            exit_zero=exit_zero,
-            allow_unchecked=allow_unchecked or settings.allow_unchecked,
-            allow_unreadable=allow_unreadable or settings.allow_unreadable,
-            max_rejects=settings.max_rejects if max_rejects is None else max_rejects,
-        )
-        verdict = gate.evaluate(
-            result.findings,
-            result.trajectories.height,
-            [r.id for r in result.rules],
-            policy,
-            gate.coverage(result),
-        )
-    except (InputError, config.ConfigError, gate.GateError) as exc:
+        if db_path is not None:
+            view = show.from_db(db_path, trajectory)
+        elif paths:
+            from forensics.pipeline import scan as run_scan
+
+            settings = _settings(config_path, no_config)
+            result = run_scan(list(paths), rules_dirs=list(rules_dirs), settings=settings)
+            view = show.from_scan(result, trajectory)
+        else:
+            _fail("show: give --db FILE (from scan --db) or the PATHS to scan")
+    except (show.ShowError, InputError, config.ConfigError) as exc:
         _fail(str(exc))
     except engine.RuleError as exc:
         _fail(f"rule pack: {exc}")
-    report = report_model.build(result, page=not no_report)
-    if not write_baseline:  # writing a baseline is not a gate run: no verdict to record
-        report["gate"] = verdict.to_dict()
-    if explain_formats:  # file names and notes escaped, no line a workflow command
-        click.echo(text.explain_formats(report), nl=False)
-    base = Path.cwd()
-    new = set(verdict.new) if baseline and not write_baseline else None
-    report_file = None
-    if not no_report:
-        report_file = output / "report.html"
-        _write(report_file, html.render(report))
-    if json_path:
-        _write(json_path, jsonout.render(report))
-    if sarif_path:
-        _write(sarif_path, sarif.render(report, base, __version__, new))
-    if junit_path:
-        _write(junit_path, junit.render(report, base))
-    if md_path:
-        _write(md_path, markdown.render(report))
-    if write_baseline:
-        _write(write_baseline, gate.baseline_document(result.findings))
-    try:
-        if db_path:
-            store.write_duckdb(result, db_path)
-        if parquet_dir:
-            store.write_parquet(result, parquet_dir)
-    except store.StoreError as exc:
-        _fail(str(exc))
-    if github:
-        click.echo(github_out.render(report, base, new), nl=False)
-    click.echo(text.render(report, str(report_file) if report_file else None), nl=False)
-    if write_baseline:
-        n = result.findings["finding_id"].n_unique()
-        noun = "finding" if n == 1 else "findings"
-        click.echo(text.gate_lines([f"baseline: wrote {n} {noun} to {write_baseline}"]), nl=False)
-        sys.exit(0)
-    # Escaped like the summary. Unreadable input and unrunnable rules are gate lines too.
-    click.echo(text.gate_lines(verdict.lines()), nl=False)
-    sys.exit(verdict.exit_code)
+    style = _style(sys.stdout, color)
+    click.echo(episode.render(view, style, full=full), nl=False, color=style.color)
+
+
+@cli.command("view")
+@click.argument(
+    "report", default="forensics-report", type=click.Path(path_type=Path), required=False
+)
+@click.option("--print-url", is_flag=True, help="Print the report's file:// URL, open nothing.")
+def view_cmd(report: Path, print_url: bool) -> None:
+    """Open the HTML report in the browser: REPORT is report.html or the -o directory of the
+    scan that wrote it [default: forensics-report, scan's default].
+
+    Exit codes: 0 opened (or printed); 2 no report there.
+    """
+    import webbrowser
+
+    page = report / "report.html" if report.is_dir() else report
+    if not page.is_file():
+        _fail(f"{page}: no report there (forensics scan PATHS writes forensics-report/report.html)")
+    url = page.resolve().as_uri()
+    if print_url or not webbrowser.open(url):
+        if not print_url:
+            click.echo("forensics: no browser could be started; open this URL:", err=True)
+        click.echo(url)
 
 
 @cli.command()

@@ -20,6 +20,7 @@ from forensics.causes import UNCLASSIFIED, cause_specs
 from forensics.engine import Rule
 from forensics.facts import TOOL_CALL_PARSERS, cause_facts, match_model
 from forensics.schema import SEVERITIES
+from forensics.wording import agree
 
 SEVERITY_WEIGHT = {s: i + 1 for i, s in enumerate(SEVERITIES)}
 CONFIDENCE_WEIGHT = {"hard": 1.0, "heuristic": 0.5}
@@ -165,8 +166,8 @@ def diagnose(
             fixes.append(
                 {
                     "rank": len(fixes) + 1,
-                    "action": fix["action"].format_map(facts),
-                    "detail": fix["detail"].format_map(facts),
+                    "action": agree(fix["action"].format_map(facts)),
+                    "detail": agree(fix["detail"].format_map(facts)),
                 }
             )
         # Most telling evidence: hard findings first, then longest messages, one per trajectory.
@@ -212,21 +213,16 @@ def diagnose(
     for i, c in enumerate(causes, 1):
         c.rank = i
         share = f"{c.trajectories} of {total} trajectories"
-        c.why_ranked = (
+        c.why_ranked = agree(
             f"touches {share}, {c.severity} severity, {c.confidence} evidence, "
             f"reward lost {c.reward_lost:g}"
             + ("; upstream of " + ", ".join(e["rule"] for e in c.explains) if c.explains else "")
         )
     parsers = _parser_checks(trajectories)
     keep = _keep(turns, trajectories, findings, parsers)
-    return Diagnosis(
-        causes,
-        keep,
-        _validation(causes, trajectories),
-        _verdict(causes, total, _by_run(causes, trajectories)),
-        parsers,
-        score_split(causes, trajectories),
-    )
+    validation = [agree(step) for step in _validation(causes, trajectories)]
+    verdict = agree(_verdict(causes, total, _by_run(causes, trajectories)))
+    return Diagnosis(causes, keep, validation, verdict, parsers, score_split(causes, trajectories))
 
 
 def _incidents(own: pl.DataFrame, symptoms: list[pl.DataFrame]) -> pl.DataFrame:
@@ -272,13 +268,16 @@ def _keep(
     flagged = set(findings["trajectory_id"].to_list())
     clean = trajectories.filter(~pl.col("trajectory_id").is_in(list(flagged)))
     if clean.height and flagged:
-        tasks = ", ".join(str(t) for t in clean["task_id"].to_list()[:5])
+        named = [str(t) for t in clean["task_id"].drop_nulls().to_list()[:5]]
+        tasks = f" (task {', '.join(named)})" if named else ""
         rewards = clean["reward"].drop_nulls()
         mean = f"; mean reward {rewards.mean():.2f}" if rewards.len() else ""
         noun = "trajectory" if clean.height == 1 else "trajectories"
+        # Scoring is vouched for only where there are scores (a capture has none).
+        works = "the harness, tools and scoring work" if rewards.len() else "the setup works"
         keep.append(
-            f"{clean.height} {noun} (task {tasks}) ran without findings{mean}: "
-            "the harness, tools and scoring work — keep them as the control."
+            f"{clean.height} {noun}{tasks} ran without findings{mean}: {works} — keep "
+            f"{'it' if clean.height == 1 else 'them'} as the control."
         )
     for check in parsers:
         if check.expected != check.parser:

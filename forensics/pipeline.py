@@ -13,7 +13,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from forensics import atomic, engine, enrich, ingest, schema
+from forensics import atomic, engine, enrich, ingest, progress, schema
 from forensics import diagnose as diagnose_mod
 from forensics import report as report_model
 from forensics.config import Settings
@@ -128,10 +128,12 @@ def scan(
     )
     if settings.ignore_paths and not data.files and data.skipped:
         raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
+    progress.stage("checking rules")
     turns = enrich.enrich(data.turns)
     trajectories = pl.from_arrow(data.trajectories)
     rejects = pl.from_arrow(data.rejects)
     checked = engine.check(turns, trajectories, rules)  # type: ignore[arg-type]
+    progress.stage("diagnosing")
     diagnosis = diagnose_mod.diagnose(
         checked.findings,
         turns,

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from forensics import coverage
 from forensics.diagnose import GROUP_WORDS, SCORE_GROUPS, ParserCheck
 from forensics.facts import CHARS_PER_TOKEN
 from forensics.report_types import LENGTH_COLUMNS, Finding, Report, ScoreSplit
@@ -31,12 +32,16 @@ EXCERPT_CHARS = 600
 # its turns are drawn red in the output-length chart.
 TRUNCATION_CAUSE = "truncated-output"
 TURN_CHARS = 4000  # per turn text in the data island, before the budget shrinks it
-MIN_TURN_CHARS = 400
-FLAGGED_TURN_CHARS = 2000  # turns with findings keep at least this much: they are the evidence
+FLAGGED_TURN_CHARS = 2000  # turns with findings keep up to this much: they are the evidence
+# However large the scan, a turn keeps this much text (head and tail): enough to tell what it
+# was about; its source file and line lead to the rest.
+MIN_TURN_CHARS = 48
 SYSTEM_CHARS = 20000
 ARG_CHARS = 2000
-# Total text the data island may carry (~ this many bytes): beyond it every turn is clipped
-# shorter, head and tail kept, so a scan of thousands of trajectories stays openable.
+# Total text the data island may carry (~ this many chars): beyond it every turn is clipped
+# shorter, head and tail kept, turns with findings last, so a scan of tens of thousands of
+# trajectories stays an openable page (benchmarks/report_load.py measures it). Half of it at
+# most goes to the turns with findings.
 DATA_BUDGET_CHARS = 24_000_000
 # Opening of an evidence turn shown before the rule's excerpt (which is usually the turn's end):
 # together they show e.g. the `<think>` that opened and the sentence that was cut off.
@@ -242,10 +247,13 @@ def _clip(text: str | None, limit: int) -> dict[str, Any]:
     return {"t": text[:head], "t2": text[len(text) - (limit - head) :], "n": len(text)}
 
 
-def _turn_limit(n_turns: int) -> int:
-    if not n_turns:
-        return TURN_CHARS
-    return max(MIN_TURN_CHARS, min(TURN_CHARS, DATA_BUDGET_CHARS // n_turns))
+def _turn_limits(n_turns: int, n_flagged: int) -> tuple[int, int]:
+    """Chars of text kept per turn, and per turn with findings, within DATA_BUDGET_CHARS."""
+    flagged = min(FLAGGED_TURN_CHARS, DATA_BUDGET_CHARS // 2 // max(1, n_flagged))
+    flagged = max(MIN_TURN_CHARS, flagged)
+    rest = max(0, DATA_BUDGET_CHARS - flagged * n_flagged) // max(1, n_turns - n_flagged)
+    plain = max(MIN_TURN_CHARS, min(TURN_CHARS, rest))
+    return plain, max(plain, flagged)
 
 
 def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
@@ -284,13 +292,17 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
 
     paths: dict[str, int] = {}
     strings: dict[str, int] = {}
+    # (role, actor) pairs, each turn naming its pair by index: a large scan has hundreds of
+    # thousands of turns and a handful of pairs.
+    role_actor: dict[tuple[str | None, str | None], int] = {}
 
     def path_ix(p: str | None) -> int | None:
         if p is None:
             return None
         return paths.setdefault(p, len(paths))
 
-    limit = _turn_limit(result.turns.height)
+    limit, flagged_limit = _turn_limits(result.turns.height, len(marks))
+    arg_limit = min(ARG_CHARS, 4 * limit)
     turns = result.turns.sort(["trajectory_id", "turn_index"])
     by_traj: dict[str, list[dict[str, Any]]] = {}
     for u in turns.select(
@@ -316,8 +328,7 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
         f = marks.get((u["trajectory_id"], u["turn_index"]), [])
         row: dict[str, Any] = {
             "i": u["turn_index"],
-            "role": u["role"],
-            "actor": u["actor"],
+            "a": role_actor.setdefault((u["role"], u["actor"]), len(role_actor)),
             "p": path_ix(u["source_path"]),
             "l": u["source_line"],
         }
@@ -325,13 +336,14 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
             row["s"] = strings.setdefault(u["content"][:SYSTEM_CHARS], len(strings))
             row["sn"] = len(u["content"])
         else:
-            if c := _clip(u["content"], max(limit, FLAGGED_TURN_CHARS) if f else limit):
+            if c := _clip(u["content"], flagged_limit if f else limit):
                 row["c"] = c
-            if r := _clip(u["reasoning"], max(limit, FLAGGED_TURN_CHARS) if f else limit):
+            if r := _clip(u["reasoning"], flagged_limit if f else limit):
                 row["r"] = r
         if u["tool_calls"]:
             row["tc"] = [
-                [call["name"], (call["arguments"] or "")[:ARG_CHARS]] for call in u["tool_calls"]
+                [call["name"], (call["arguments"] or "")[: ARG_CHARS if f else arg_limit]]
+                for call in u["tool_calls"]
             ]
         if u["finish_reason"] or u["finish_reason_raw"]:
             row["fr"] = u["finish_reason"]
@@ -358,6 +370,12 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
     out = []
     for k, t in enumerate(trajs.iter_rows(named=True), 1):
         tid = t["trajectory_id"]
+        where = path_ix(t["source_path"])
+        for row in by_traj.get(tid, []):  # a turn's file and line, when not the episode's
+            if row["p"] == where:
+                del row["p"]
+            if row["l"] == t["source_line"]:
+                del row["l"]
         out.append(
             {
                 "k": k,
@@ -371,7 +389,7 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
                 "reward": t["reward"],
                 "term": t["termination_reason"],
                 "err": (t["error"] or "")[:ARG_CHARS] or None,
-                "p": path_ix(t["source_path"]),
+                "p": where,
                 "l": t["source_line"],
                 "nf": counts.get(tid, 0),
                 "rules": sorted(rules_of.get(tid, ())),
@@ -386,6 +404,7 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
         "variants": variants,
         "paths": list(paths),
         "strings": list(strings),
+        "ra": [list(pair) for pair in role_actor],
         "turn_chars": limit,
         "trajectories": out,
     }
@@ -580,6 +599,9 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         ],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "not_checked": not_checked,
+        "not_checked_groups": coverage.groups(
+            not_checked, {f.path: f.format for f in result.files}
+        ),
         "rules": [
             {
                 "id": r.id,

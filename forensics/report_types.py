@@ -169,6 +169,8 @@ class Report(TypedDict):
     files: list[FileEntry]
     skipped: list[Skipped]
     not_checked: list[dict[str, Any]]
+    # The same, each rule once, grouped by the columns it lacked (coverage.groups).
+    not_checked_groups: list[dict[str, Any]]
     rules: list[RuleEntry]
     # Set by the command line once the gate has judged the scan.
     gate: NotRequired[dict[str, Any]]

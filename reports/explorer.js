@@ -4,7 +4,46 @@
   "use strict";
   var island = document.getElementById("explorer-data");
   if (!island) return;
-  var D = JSON.parse(island.textContent);
+
+  // A large scan's island is gzipped and base64'd (html.COMPRESS_ABOVE) in two parts: the
+  // index (every trajectory's header, what the filters and the cards show) and the turns,
+  // each trajectory's a JSON text of its own, one a line. The index is inflated and shown
+  // first; the turns inflate after, with the browser's own DecompressionStream (no network),
+  // and are parsed per trajectory when a card, a search or a link first needs them.
+  var turnsReady = true;
+  var whenTurns = [];
+  function inflate(b64) {
+    var bin = atob(b64);
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text();
+  }
+  function load(done) {
+    if (island.dataset.encoding !== "gzip+base64") { done(JSON.parse(island.textContent)); return; }
+    var parts = island.textContent.trim().split(" ");
+    turnsReady = false;
+    inflate(parts[0]).then(function (text) {
+      var D = JSON.parse(text);
+      done(D);
+      return inflate(parts[1]).then(function (blob) {
+        var lines = blob.split("\n");
+        D.trajectories.forEach(function (t, i) { t.tj = lines[i]; });
+        turnsReady = true;
+        document.getElementById("explorer").dataset.turnsMs = String(Math.round(performance.now()));
+        whenTurns.splice(0).forEach(function (f) { f(); });
+      });
+    });
+  }
+  function afterTurns(f) { if (turnsReady) f(); else whenTurns.push(f); }
+  function turnsOf(t) {
+    if (t.turns === undefined) { t.turns = JSON.parse(t.tj); t.tj = undefined; }
+    return t.turns;
+  }
+  var ROLE_OF = { s: "system", u: "user", a: "assistant", t: "tool" };
+  load(run);
+
+  function run(D) {
   var T = D.trajectories;
   var markRe = D.markup ? new RegExp(D.markup, "g") : null;
   var state = { q: "", rule: "", cause: "", variant: "", reward: "", page: 0 };
@@ -101,7 +140,7 @@
     if (!haystacks) haystacks = {};
     var h = haystacks[t.k];
     if (h === undefined) {
-      h = [t.id, t.task, t.run, D.paths[t.p] || ""].concat(t.turns.map(turnText)).join("\n").toLowerCase();
+      h = [t.id, t.task, t.run, D.paths[t.p] || ""].concat(turnsOf(t).map(turnText)).join("\n").toLowerCase();
       haystacks[t.k] = h;
     }
     return h;
@@ -125,6 +164,11 @@
   }
 
   function apply() {
+    if (state.q && !turnsReady) {  // a search reads the turns: it runs once they are in
+      $("x-pager").textContent = "searching (the turns are still loading)…";
+      afterTurns(apply);
+      return;
+    }
     filtered = T.filter(matches);
     var pages = Math.max(1, Math.ceil(filtered.length / D.page_size));
     if (state.page >= pages) state.page = pages - 1;
@@ -174,18 +218,20 @@
     var s = el("summary");
     var head = el("div", "thead");
     head.appendChild(el("span", "tk", "T" + t.k));
-    var task = t.task === null || t.task === undefined ? "no task id" : "task " + t.task;
-    head.appendChild(el("span", null, task + (t.trial !== null && t.trial !== undefined ? " · trial " + t.trial : "")));
+    // A source without task ids is named by its trajectory id, and its trial counter is not shown.
+    var hasTask = t.task !== null && t.task !== undefined;
+    head.appendChild(el("span", null, hasTask ? "task " + t.task + (t.trial !== null && t.trial !== undefined ? " · trial " + t.trial : "") : t.id));
     if (t.variant) head.appendChild(el("span", null, t.variant));
     if (t.am) head.appendChild(el("span", "muted", t.am));
-    head.appendChild(el("span", "reward " + rewardBucket(t.reward), "reward " + (t.reward === null || t.reward === undefined ? "—" : t.reward)));
-    head.appendChild(el("span", "muted", plural(t.turns.length, "turn")));
+    if (t.reward !== null && t.reward !== undefined) head.appendChild(el("span", "reward " + rewardBucket(t.reward), "reward " + t.reward));
+    head.appendChild(el("span", "muted", plural(t.nt !== undefined ? t.nt : turnsOf(t).length, "turn")));
     if (t.term) head.appendChild(el("span", "muted", "ended " + t.term));
     head.appendChild(el("span", t.nf ? "nf bad" : "nf", plural(t.nf, "finding")));
     s.appendChild(head);
     var tags = el("div", "ttags");
     var perRule = {};
-    t.turns.forEach(function (u) { (u.f || []).forEach(function (f) { perRule[f[0]] = (perRule[f[0]] || 0) + 1; }); });
+    if (t.rc) t.rules.forEach(function (r, i) { perRule[r] = t.rc[i]; });
+    else turnsOf(t).forEach(function (u) { (u.f || []).forEach(function (f) { perRule[f[0]] = (perRule[f[0]] || 0) + 1; }); });
     t.rules.forEach(function (r) { tags.appendChild(chip(D.rules[r].id + " ×" + perRule[r], "rule sev-" + D.rules[r].severity)); });
     t.causes.forEach(function (c) { tags.appendChild(chip("cause " + D.causes[c].rank, "cause")); });
     tags.appendChild(el("span", "src", (D.paths[t.p] || "?") + (t.l ? ":" + t.l : "")));
@@ -197,8 +243,12 @@
         d.dataset.rendered = "1";
         var body = el("div", "turns");
         if (t.err) body.appendChild(el("div", "terr", "episode error: " + t.err));
-        t.turns.forEach(function (u) { body.appendChild(turn(t, u)); });
+        var wait = turnsReady ? null : body.appendChild(el("p", "note", "loading the turns…"));
         d.appendChild(body);
+        afterTurns(function () {
+          if (wait) body.removeChild(wait);
+          turnsOf(t).forEach(function (u) { body.appendChild(turn(t, u)); });
+        });
       }
     });
     return d;
@@ -207,14 +257,21 @@
   function strip(t) {
     var box = el("div", "strip");
     var rule = state.rule && state.rule !== "*" ? ruleIndex(state.rule) : -1;
-    t.turns.forEach(function (u) {
-      var cls = "cell role-" + u.role;
+    if (!turnsReady && t.st !== undefined) {  // from the index until the turns are in
+      t.st.split("").forEach(function (ch) {
+        var low = ch.toLowerCase();
+        box.appendChild(el("span", "cell role-" + (ROLE_OF[low] || "other") + (ch !== low ? " flagged" : "")));
+      });
+      return box;
+    }
+    turnsOf(t).forEach(function (u) {
+      var cls = "cell role-" + D.ra[u.a][0];
       if (u.f) {
         cls += " flagged";
         if (rule >= 0 && u.f.some(function (f) { return f[0] === rule; })) cls += " hit";
       }
       var c = el("span", cls);
-      c.title = "turn " + u.i + " · " + u.role + "/" + u.actor + (u.f ? " · " + u.f.map(function (f) { return D.rules[f[0]].id; }).join(", ") : "");
+      c.title = "turn " + u.i + " · " + D.ra[u.a][0] + "/" + D.ra[u.a][1] + (u.f ? " · " + u.f.map(function (f) { return D.rules[f[0]].id; }).join(", ") : "");
       box.appendChild(c);
     });
     return box;
@@ -258,14 +315,14 @@
   }
 
   function turn(t, u) {
-    var box = el("div", "turn role-" + u.role + (u.f ? " flagged" : ""));
+    var box = el("div", "turn role-" + D.ra[u.a][0] + (u.f ? " flagged" : ""));
     box.id = "turn-" + t.k + "-" + u.i;
     var meta = el("div", "tmeta");
     meta.appendChild(el("span", "ti", "#" + u.i));
-    meta.appendChild(el("span", "role", u.role));
-    meta.appendChild(el("span", null, actorName(u.actor)));
+    meta.appendChild(el("span", "role", D.ra[u.a][0]));
+    meta.appendChild(el("span", null, actorName(D.ra[u.a][1])));
     if (u.m) meta.appendChild(el("span", "muted", u.m));
-    meta.appendChild(el("span", null, "finish " + (u.fr || "—") + (u.frr ? " (" + u.frr + ")" : "")));
+    if (u.fr || u.frr) meta.appendChild(el("span", null, "finish " + (u.fr || u.frr) + (u.fr && u.frr ? " (" + u.frr + ")" : "")));
     if (u.tk) {
       var tk = [];
       if (u.tk[0] !== null) tk.push("in " + fmt(u.tk[0]));
@@ -276,7 +333,8 @@
     if (u.cap !== undefined) meta.appendChild(el("span", "muted", "cap " + fmt(u.cap)));
     if (u.hs !== undefined) meta.appendChild(el("span", u.hs >= 400 ? "bad" : null, "HTTP " + u.hs));
     if (u.tc) meta.appendChild(el("span", null, plural(u.tc.length, "tool call")));
-    meta.appendChild(el("span", "src", (D.paths[u.p] || "?") + (u.l ? ":" + u.l : "")));
+    var up = u.p === undefined ? t.p : u.p, ul = u.l === undefined ? t.l : u.l;
+    meta.appendChild(el("span", "src", (D.paths[up] || "?") + (ul ? ":" + ul : "")));
     var link = el("a", "permalink", "link");
     link.href = "#turn-" + t.k + "-" + u.i;
     meta.appendChild(link);
@@ -318,6 +376,9 @@
   }
 
   function openTurn(k, i) {
+    afterTurns(function () { openTurnNow(k, i); });
+  }
+  function openTurnNow(k, i) {
     var t = byK[k];
     if (!t) return;
     var pos = filtered.indexOf(t);
@@ -356,4 +417,7 @@
   apply();
   window.addEventListener("hashchange", route);
   if (location.hash) route();
+  // When the explorer became usable, in ms since navigation (benchmarks/report_load.py).
+  $("explorer").dataset.readyMs = String(Math.round(performance.now()));
+  }
 })();

@@ -26,13 +26,17 @@ def test_scan_output2_exit_1_summary_report_json(tmp_path):
     assert res.exit_code == 1
     text = res.output
     assert text.startswith(
-        "forensics: 1 file(s), 4 trajectories, 82 turns, 47 findings (41 incidents), 0 rejects"
+        "forensics: 1 file, 4 trajectories, 82 turns, 47 findings (41 incidents), 0 rejects"
     )
     assert "1. Output truncated by the output-token limit" in text
     assert "2. Reasoning markup leaks into message content" in text
     assert "fix 1: Serve the model with a reasoning parser: --reasoning-parser qwen3" in text
-    not_checked = next(line for line in text.splitlines() if line.startswith("not checked: "))
-    assert "max-tokens (no finish_reason or output_tokens)" in not_checked
+    # Each rule that could not run is named once, under the data it lacked.
+    assert "   no finish_reason or output_tokens: max-tokens\n" in text
+    not_checked = text.split("not checked (the inputs lack the data these rules read):\n")[1]
+    not_checked = not_checked.split("gate:")[0]
+    assert not_checked.count("max-tokens") == 1
+    assert "retry-storm" not in not_checked  # request hashes exist only in API captures
     assert f"report: {out / 'report.html'}" in text
     assert (out / "report.html").is_file()
 

@@ -61,7 +61,7 @@ def test_tool_errors_from_the_harness_make_a_too_many_errors_episode_plumbing():
     assert by_id["model-exit"].trajectory_ids == ["model"]
     assert d.score.episode_class == {"bug": "infra", "model": "model"}
     fix = by_id["harness-tool-exception"].fixes[0]["detail"]
-    assert fix.startswith("3 tool results in 1 trajectories were the environment's own exceptions")
+    assert fix.startswith("3 tool results in 1 trajectory were the environment's own exceptions")
 
 
 def test_a_lowered_step_limit_is_plumbing_and_names_the_default():

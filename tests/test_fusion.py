@@ -108,7 +108,7 @@ def test_the_capture_of_the_same_run_proves_the_cut_off_turns_hit_max_tokens():
 def test_fusion_can_be_switched_off(monkeypatch):
     monkeypatch.chdir(SAMPLES.parent)
     res = CliRunner().invoke(cli, ["scan", "sample_logs/", "--no-report", "--no-fuse"])
-    assert res.output.startswith("forensics: 5 file(s), 16 trajectories"), res.output
+    assert res.output.startswith("forensics: 5 files, 16 trajectories"), res.output
 
 
 def _results(path: Path, edit) -> Path:

@@ -95,7 +95,7 @@ def test_github_annotations(workdir):
     assert sum(line.startswith("::error ") for line in lines) == 18
     assert sum(line.startswith("::warning ") for line in lines) == 26
     # the annotations come before the human summary
-    assert res.output.index("::") < res.output.index("forensics: 1 file(s)")
+    assert res.output.index("::") < res.output.index("forensics: 1 file,")
 
 
 def test_github_escapes_and_baseline_limits_to_new(workdir):

@@ -124,7 +124,7 @@ def test_fail_on_names_a_severity_not_a_rule():
     # --max-rate has to run: --fail-on judges the findings of the rules that could.
     res = scan(OUTPUT2, "--fail-on", "critical")
     assert res.exit_code == 0
-    assert "not checked: max-tokens (no finish_reason or output_tokens)" in res.output
+    assert "   no finish_reason or output_tokens: max-tokens\n" in res.output
 
 
 # --- 2. input files that yield nothing readable; rejected records ----------------------------

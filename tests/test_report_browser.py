@@ -11,6 +11,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -122,6 +123,14 @@ class Browser:
         self.send("Page.navigate", {"url": url})
         self.wait_for("Page.loadEventFired")
 
+    def ready(self, timeout: float = 30) -> None:
+        """Until the explorer has rendered (a large island is inflated asynchronously)."""
+        deadline = time.monotonic() + timeout
+        while not self.js("document.getElementById('explorer').dataset.readyMs || ''"):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the explorer never became ready")
+            time.sleep(0.05)
+
     def js(self, expression: str) -> Any:
         result = self.send(
             "Runtime.evaluate",
@@ -131,11 +140,18 @@ class Browser:
             raise AssertionError(f"page script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def viewport(self, width: int, height: int = 900, mobile: bool = False) -> None:
+        self.width = width
+        self.send("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile
+        })  # fmt: skip
+
     def screenshot(self, path: Path, full_page: bool = True) -> None:
         params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page}
         if full_page:
             size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-            params["clip"] = {"x": 0, "y": 0, "width": 1280, "height": size["height"], "scale": 1}
+            width = getattr(self, "width", 1280)
+            params["clip"] = {"x": 0, "y": 0, "width": width, "height": size["height"], "scale": 1}
         path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", params)["data"]))
 
     def problems(self) -> list[str]:
@@ -186,6 +202,7 @@ def page(tmp_path_factory):
     browser = Browser(executable, tmp / "profile")
     try:
         browser.open(report.as_uri())
+        browser.ready()
         yield browser, tmp
     finally:
         browser.close()
@@ -294,6 +311,7 @@ def _open(tmp: Path, name: str, paths: list[Path]) -> Browser:
     report.write_text(html.render(model.build(result, page=True)), encoding="utf-8")
     browser = Browser(executable, tmp / f"profile-{name}")
     browser.open(report.as_uri())
+    browser.ready()
     return browser
 
 
@@ -341,6 +359,145 @@ def test_thousands_of_trajectories_page_and_filter(tmp_path):
         )
         assert all("unclosed-think" in c["text"] for c in _visible_cards(browser))
         browser.screenshot(tmp_path / "many.png", full_page=False)
+        assert browser.problems() == []
+    finally:
+        browser.close()
+
+
+# The page's text, less its scripts and the rule pack's own documentation (a rule may say "None").
+_TEXT_BUT_RULE_PACK = """(() => { const c = document.body.cloneNode(true);
+    c.querySelectorAll('details.pack, script, style').forEach(p => p.remove());
+    return c.textContent; })()"""
+
+
+def _overflow(browser: Browser) -> dict[str, Any]:
+    """How wide the page is against the window, and what sticks out of it."""
+    return browser.js(
+        """(() => {
+            const w = document.documentElement.clientWidth;
+            const wide = [...document.querySelectorAll('main *, header *')].filter(e => {
+                const r = e.getBoundingClientRect();
+                if (r.width === 0 || r.right <= w + 1) return false;
+                // Inside a box that scrolls sideways is fine: that is where wide things go.
+                for (let p = e.parentElement; p; p = p.parentElement) {
+                    const o = getComputedStyle(p).overflowX;
+                    const r2 = p.getBoundingClientRect();
+                    if ((o === 'auto' || o === 'scroll') && r2.right <= w + 1)
+                        return false;
+                }
+                return true;
+            }).map(e => e.tagName + '#' + e.id + '.' + e.className);
+            return { client: w, scroll: document.documentElement.scrollWidth, wide };
+        })()"""
+    )
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_page_fits_desktop_and_phone_widths(page, width):
+    browser, tmp = page
+    browser.viewport(width, mobile=width < 500)
+    try:
+        browser.js("document.getElementById('x-reset').click()")
+        browser.js(
+            """document.querySelectorAll('#x-list details.traj').forEach(d => {
+                 d.open = true; d.dispatchEvent(new Event('toggle')); })"""
+        )
+        time.sleep(0.2)
+        fit = _overflow(browser)
+        assert width - 20 <= fit["client"] <= width  # (less a scroll bar)
+        assert fit["scroll"] <= fit["client"], fit  # nothing pushes the page sideways
+        assert fit["wide"] == []
+        # The charts keep a readable scale: their text is drawn at 8 px or more.
+        smallest = browser.js(
+            """Math.min(...[...document.querySelectorAll('svg.chart text')].map(t =>
+                 t.getBoundingClientRect().height).filter(h => h > 0))"""
+        )
+        assert smallest >= 8, smallest
+        browser.screenshot(tmp / f"report-{width}.png")
+        assert (tmp / f"report-{width}.png").stat().st_size > 10_000
+        assert browser.problems() == []
+    finally:
+        browser.viewport(1280)
+
+
+def test_no_placeholder_text_and_no_dash_for_missing_fields(page):
+    browser, _ = page
+    browser.js("document.getElementById('x-reset').click()")
+    browser.js(
+        """document.querySelectorAll('details').forEach(d => {
+             d.open = true; d.dispatchEvent(new Event('toggle')); })"""
+    )
+    text = browser.js(_TEXT_BUT_RULE_PACK)
+    for placeholder in ("None", "undefined", "null", "NaN", "finish —", "reward —"):
+        assert placeholder not in text, placeholder
+    # A tau-bench console log records no finish reasons: no turn says "finish".
+    assert "finish " not in browser.js("document.getElementById('x-list').innerText")
+    assert not re.search(r"\b1 (\w+ )?(turns|trajectories|findings)\b", text)
+
+
+def test_a_large_scans_compressed_island_opens_the_same_explorer(tmp_path):
+    """Above html.COMPRESS_ABOVE the data goes in gzipped; the page inflates it itself."""
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("headless Chromium not found: install Debian's `chromium` package")
+    result = forensics.scan([str(SAMPLES / "output2.txt")])
+    report = tmp_path / "packed.html"
+    page = html.render(model.build(result, page=True), compress_above=0)
+    assert 'data-encoding="gzip+base64"' in page
+    report.write_text(page, encoding="utf-8")
+    browser = Browser(executable, tmp_path / "profile-packed")
+    try:
+        browser.open(report.as_uri())
+        browser.ready()
+        assert len(_visible_cards(browser)) == 4
+        _select(browser, "x-rule", "unclosed-think")
+        assert len(_visible_cards(browser)) == 3
+        # Searching and following an evidence link read the turns, inflated after the index.
+        browser.js("document.getElementById('x-reset').click()")
+        browser.js("document.getElementById('x-q').focus()")
+        browser.send("Input.insertText", {"text": "air purifier"})
+        time.sleep(0.5)
+        cards = _visible_cards(browser)
+        assert [c["text"].split("task ")[1].split()[0] for c in cards] == ["48"]
+        assert browser.js("document.getElementById('explorer').dataset.turnsMs")
+        browser.js("document.getElementById('x-reset').click()")
+        href = browser.js("document.querySelector('#cause-1 .evidence a').getAttribute('href')")
+        link = f"#cause-1 .evidence a[href={json.dumps(href)}]"
+        browser.js(f"document.querySelector({json.dumps(link)}).click()")
+        time.sleep(0.3)
+        turn = browser.js(
+            f"""(() => {{ const t = document.getElementById({json.dumps(href[1:])});
+                return t && {{ text: t.innerText,
+                               target: t.classList.contains('target') }}; }})()"""
+        )
+        assert turn and turn["target"] and "unclosed-think" in turn["text"]
+        assert browser.problems() == []
+        assert {u.split(":", 1)[0] for u in browser.requests()} <= {"file"}
+    finally:
+        browser.close()
+
+
+def test_a_capture_without_task_ids_reads_without_placeholders(tmp_path):
+    """A capture has no task ids and its trial is a counter: episodes go by trajectory id."""
+    from conftest import DATA
+
+    browser = _open(tmp_path, "capture", [DATA / "capture" / "vllm_agent_loop.jsonl"])
+    try:
+        browser.js(
+            """document.querySelectorAll('details').forEach(d => {
+                 d.open = true; d.dispatchEvent(new Event('toggle')); })"""
+        )
+        text = browser.js(_TEXT_BUT_RULE_PACK)
+        for placeholder in ("None", "undefined", "null", "NaN", "task None", "turn None"):
+            assert placeholder not in text, placeholder
+        cards = _visible_cards(browser)
+        assert cards and all("task " not in c["text"] and "trial " not in c["text"] for c in cards)
+        assert "finish " in browser.js("document.getElementById('x-list').innerText")
+        assert not re.search(r"\b1 (\w+ )?(turns|trajectories|findings)\b", text)
+        browser.viewport(390, mobile=True)
+        fit = _overflow(browser)
+        assert fit["scroll"] <= fit["client"] and fit["wide"] == [], fit
+        browser.screenshot(tmp_path / "capture-390.png")
         assert browser.problems() == []
     finally:
         browser.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -96,7 +97,30 @@ def _outline(page: str) -> _Outline:
 
 def _island(page: str) -> dict:
     m = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
-    assert m, "no data island"
+    if m is None:  # a large scan's island: gzipped and base64'd (html.COMPRESS_ABOVE)
+        m = re.search(
+            r'<script type="application/octet-stream" id="explorer-data" '
+            r'data-encoding="gzip\+base64">(.*?)</script>',
+            page,
+            re.S,
+        )
+        assert m, "no data island"
+        index, turns = (gzip.decompress(base64.b64decode(p)).decode() for p in m.group(1).split())
+        data = json.loads(index)
+        lines = turns.split("\n")
+        assert len(lines) == len(data["trajectories"])  # one line of turns per trajectory
+        for t, line in zip(data["trajectories"], lines, strict=True):
+            t["turns"] = json.loads(line)
+            # The index's strip and counts are the turns' own.
+            assert t.pop("nt") == len(t["turns"])
+            assert t.pop("st").lower() == "".join(
+                {"system": "s", "user": "u", "assistant": "a", "tool": "t"}.get(
+                    data["ra"][u["a"]][0], "x"
+                )
+                for u in t["turns"]
+            )
+            assert sum(t.pop("rc")) == t["nf"]
+        return data
     return json.loads(m.group(1))
 
 
@@ -222,13 +246,16 @@ def test_coverage_files_rules_not_checked_and_rejects(tmp_path):
     )
     section = page[page.index('id="coverage"') :]
     assert "tau_bench_log" in section and "tau_bench_results" in section
-    row = re.search(
-        r"<tr><td><code>max-tokens</code></td><td>([^<]*)</td><td[^>]*>([^<]*)<", section
-    )
-    assert row and "finish_reason" in row.group(1)
+    # Each rule once, under the data it lacked, with the files that lacked it.
+    table = section[section.index('id="not-checked-table"') :]
+    table = table[: table.index("</table>")]
+    assert table.count("<code>max-tokens</code>") == 1
+    row = next(r for r in table.split("<tr>") if "<code>max-tokens</code>" in r)
+    missing, _rules, files = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert "<code>finish_reason</code>" in missing
     # the checkpoint's two episodes are the log's: fused into it, they are checked there
-    assert "output2.txt" in row.group(2) and "tau_bench_results_truncated.json" not in row.group(2)
-    assert "episodes also read from" in section
+    assert "output2.txt" in files and "tau_bench_results_truncated.json" not in files
+    assert "retry-storm" not in table  # request hashes: only API captures record them
     assert re.search(r"tau_bench_results_truncated.json:346</td><td>truncated file", section)
 
 
@@ -241,8 +268,11 @@ def test_explorer_data_holds_every_trajectory_and_turn(output2):
         (t["nf"] for t in data["trajectories"]), reverse=True
     )
     t = data["trajectories"][0]
-    assert data["paths"][t["turns"][1]["p"]].endswith("output2.txt")
-    assert all(isinstance(u["l"], int) for u in t["turns"])
+    # A turn names its file and line only where they differ from its episode's.
+    assert data["paths"][t["turns"][1].get("p", t["p"])].endswith("output2.txt")
+    assert all(isinstance(u.get("l", t["l"]), int) for u in t["turns"])
+    assert len({u["l"] for u in t["turns"] if "l" in u}) > 1  # a console log: a line per turn
+    assert all(data["ra"][u["a"]][0] in ("system", "user", "assistant", "tool") for u in t["turns"])
     # The static page has no trajectory cards: the script renders one page of them.
     assert 'class="traj"' not in page
 
@@ -344,3 +374,28 @@ def test_thousands_of_trajectories_stay_one_light_page(tmp_path):
     assert 'class="traj"' not in page
     # 3,000 copies of the 4,800-char system prompt alone would weigh 14 MB.
     assert len(page) < 6_000_000
+
+
+def test_a_large_scans_island_is_gzipped_the_same_data_the_same_bytes(tmp_path):
+    page, m, _ = render_html([many_trajectories(tmp_path, 3000)])
+    assert 'data-encoding="gzip+base64"' in page  # above html.COMPRESS_ABOVE
+    plain = html.render(m, compress_above=10**12)
+    assert _island(page) == _island(plain)
+    assert html.render(m) == page  # no timestamp in the gzip stream: same scan, same bytes
+    assert len(page) < len(plain) / 3
+    # A small scan keeps the readable JSON island.
+    small, _, _ = render_html([SAMPLES / "output2.txt"])
+    assert '<script type="application/json" id="explorer-data">' in small
+
+
+def test_the_text_budget_shrinks_per_turn_as_the_scan_grows():
+    small = model._turn_limits(1_000, 50)
+    assert small == (model.TURN_CHARS, model.TURN_CHARS)
+    plain, flagged = model._turn_limits(630_000, 10_000)  # 20,000 tau-bench trajectories
+    assert plain == model.MIN_TURN_CHARS and flagged > 20 * plain
+    assert flagged * 10_000 <= model.DATA_BUDGET_CHARS // 2
+    mid_plain, mid_flagged = model._turn_limits(60_000, 2_000)
+    assert model.MIN_TURN_CHARS < mid_plain < model.TURN_CHARS
+    assert mid_flagged == model.FLAGGED_TURN_CHARS
+    total = mid_plain * 58_000 + mid_flagged * 2_000
+    assert total <= model.DATA_BUDGET_CHARS

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from forensics import progress
 from forensics.ingest import (
     atropos,
     capture,
@@ -408,7 +409,10 @@ def _read(expansion: files.Expansion, limits: files.Limits, fuse: bool) -> Inges
     for path, reason in expansion.rejected:
         collector.reject(path, None, reason)
         reports.append(FileReport(clean_text(path), None, reason, 0))
+    progress.begin(expansion.files)
+    progress.counting(lambda: len(collector.turn_rows))
     for path in expansion.files:
+        progress.file(path)
         with files.reading(limits) as damage:
             reports.append(_read_file(path, collector, damage))
     turns, trajectories, rejects = collector.tables()

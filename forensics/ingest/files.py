@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from forensics import progress
+
 MAX_LINE_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 64 * 1024
 MIB = 1024 * 1024
@@ -170,6 +172,7 @@ class _Gunzip(io.RawIOBase):
 def open_binary(path: Path) -> BinaryIO:
     """The file's bytes: gunzipped when it starts with the gzip magic, without a UTF-8 BOM."""
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    progress.opened(f)
     stream: BinaryIO = f
     if f.peek(2)[:2] == _GZIP_MAGIC:
         cap = _scope().limits.max_decompressed_bytes

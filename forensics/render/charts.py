@@ -14,7 +14,9 @@ from typing import Any
 import polars as pl
 from markupsafe import Markup, escape
 
+from forensics.render.labels import episode_label
 from forensics.report_types import LENGTH_COLUMNS
+from forensics.wording import agree
 
 ACTOR_COLOURS = {
     "agent": "#3f6ad8",
@@ -116,6 +118,7 @@ def output_lengths(data: dict[str, Any] | None) -> Chart | None:
         "per token (dashed)"
     )
     caption = f"{note}. " + "; ".join(sentences) + "."
+    caption = agree(caption)
     return Chart(_svg(WIDTH, height, caption, body), caption)
 
 
@@ -236,6 +239,7 @@ def findings_per_rule(model: dict[str, Any]) -> Chart:
             "pass: " + ", ".join(blind)
         )
     caption += "."
+    caption = agree(caption)
     return Chart(_svg(WIDTH, max(1, len(found)) * row_h + 4, caption, body), caption)
 
 
@@ -278,17 +282,21 @@ def findings_per_variant(model: dict[str, Any]) -> Chart | None:
             )
             cls = "cellnum light" if n and n / top > 0.45 else "cellnum"
             body.append(_text(x + col_w / 2, y + 18, f"{n:,}" if n else "·", cls, "middle"))
-        reward = "—" if r["mean_reward"] is None else f"{r['mean_reward']:.2f}"
+        reward = None if r["mean_reward"] is None else f"{r['mean_reward']:.2f}"
         body.append(
             _text(x_tail, y + 18, f"{r['trajectories_with_findings']} of {r['trajectories']}", "")
         )
-        body.append(_text(x_tail + 110, y + 18, reward, ""))
+        if reward is not None:
+            body.append(_text(x_tail + 110, y + 18, reward, ""))
         sentences.append(
-            f"{r['variant']} / {r['agent_model']}: {r['findings']} findings in "
-            f"{r['trajectories_with_findings']} of {r['trajectories']} trajectories, mean reward "
-            f"{reward}"
+            agree(
+                f"{r['variant']} / {r['agent_model']}: {r['findings']} findings in "
+                f"{r['trajectories_with_findings']} of {r['trajectories']} trajectories"
+                + (f", mean reward {reward}" if reward is not None else "")
+            )
         )
     caption = "Findings per variant and agent model, by rule: " + "; ".join(sentences) + "."
+    caption = agree(caption)
     return Chart(_svg(WIDTH, head_h + len(rows) * row_h + 4, caption, body), caption)
 
 
@@ -311,8 +319,9 @@ def timeline(
     body = []
     for i, t in enumerate(shown):
         y = i * row_h + 4
-        reward = "—" if t["reward"] is None else f"{t['reward']:g}"
-        label = f"T{t['k']} · task {t['task']} · reward {reward}"
+        label = f"T{t['k']} · " + episode_label(t["task"], t["trial"], t["id"])
+        if t["reward"] is not None:
+            label += f" · reward {t['reward']:g}"
         body.append(
             f'<a href="#traj-{t["k"]}">{_text(label_w - 8, y + 10, label, "rlabel", "end")}</a>'
         )
@@ -344,8 +353,10 @@ def timeline(
         x += 30 + 6.5 * len(name)
     flagged_rows = sum(1 for t in shown if t["nf"])
     caption = (
-        f"Timeline of {len(shown)} of {len(trajectories)} trajectories (most findings first): "
+        agree(f"Timeline of {len(shown)} of {len(trajectories)} trajectories")
+        + " (most findings first): "
         f"{flagged_rows} with findings. Cells are turns coloured by role; red marks a turn with a "
         "finding. Click a cell to open the turn."
     )
+    caption = agree(caption)
     return Chart(_svg(WIDTH, legend_y + 16, caption, body), caption)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from forensics.render.labels import episode_label
 from forensics.render.paths import display
 from forensics.render.safe import visible
 
@@ -54,8 +55,10 @@ def render(model: dict[str, Any], base: Path, only: set[str] | None = None) -> s
                 props.append(f"line={_prop(f['source']['line'])}")
         title = f"forensics {f['rule']} ({f['severity']})"
         props.append(f"title={_prop(title)}")
-        task = f"task {f['task_id']}" if f["task_id"] is not None else f["trajectory_id"]
-        message = f"{f['message']} [{task}, turn {f['turn_index']}]"
+        where = episode_label(f["task_id"], None, f["trajectory_id"])
+        if f["turn_index"] is not None:
+            where += f", turn {f['turn_index']}"
+        message = f"{f['message']} [{where}]"
         command = COMMANDS.get(f["severity"], "warning")
         lines.append(f"::{command} {','.join(props)}::{_data(message)}")
     for r in model["rejects"]:

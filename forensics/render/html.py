@@ -9,6 +9,7 @@ exactly that one script (by its sha256 in the CSP) and nothing from the network.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -24,6 +25,11 @@ from forensics.render import charts
 
 PAGE_SIZE = 20
 MAX_REJECT_ROWS = 500
+# A data island larger than this goes into the page gzipped (base64), and the page inflates it
+# with the browser's own DecompressionStream: a large scan's turns are repetitive JSON that
+# shrinks several times over. Smaller islands stay plain JSON, readable in the page source.
+COMPRESS_ABOVE = 2_000_000
+MIN_TURN_JSON = len('{"i":0,"a":0},')
 
 # Markup worth seeing at a glance in model text: reasoning tags (markers.py) and the tool-call
 # markup of the common parsers (failure-catalogue §1), literal, plus the XML-ish call headers.
@@ -119,6 +125,51 @@ def json_island(data: Any) -> Markup:
     return Markup(text)
 
 
+# One letter per role in a trajectory's strip of turns (upper case: the turn has findings).
+_ROLE_LETTER = {"system": "s", "user": "u", "assistant": "a", "tool": "t"}
+
+
+def packed_island(data: dict[str, Any]) -> str:
+    """The explorer's data gzipped (no timestamp: the same scan gives the same bytes), base64,
+    as two parts separated by a space.
+
+    The first is the index: the data without the turns, each trajectory with its turn count
+    (`nt`), its strip of turns (`st`) and its count per rule (`rc`, in the order of `rules`),
+    all the list of cards needs. The second is the turns, each trajectory's on a JSON line of
+    its own, in order. The page shows the index first and parses a trajectory's turns only when
+    it shows them: parsing hundreds of thousands of turn objects up front is what made a large
+    report slow to open. Compact JSON never holds a raw newline.
+    """
+    trajectories = data["trajectories"]
+    index = {**data, "trajectories": [_header(t, data["ra"]) for t in trajectories]}
+    turns = "\n".join(_json(t["turns"]) for t in trajectories)
+    return f"{_packed(_json(index))} {_packed(turns)}"
+
+
+def _header(t: dict[str, Any], role_actor: list[list[str]]) -> dict[str, Any]:
+    per_rule: dict[int, int] = {}
+    strip = []
+    for u in t["turns"]:
+        letter = _ROLE_LETTER.get(role_actor[u["a"]][0], "x")
+        strip.append(letter.upper() if u.get("f") else letter)
+        for f in u.get("f", []):
+            per_rule[f[0]] = per_rule.get(f[0], 0) + 1
+    header = {k: v for k, v in t.items() if k != "turns"}
+    return header | {
+        "nt": len(t["turns"]),
+        "st": "".join(strip),
+        "rc": [per_rule.get(r, 0) for r in t["rules"]],
+    }
+
+
+def _packed(text: str) -> str:
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
@@ -130,7 +181,9 @@ def _version() -> str:
         return "dev"
 
 
-def render(model: dict[str, Any], templates: Path | None = None) -> str:
+def render(
+    model: dict[str, Any], templates: Path | None = None, compress_above: int = COMPRESS_ABOVE
+) -> str:
     """The report page for a scan: one file, no network, one hashed inline script."""
     folder = templates or default_reports_dir()
     env = jinja2.Environment(
@@ -152,8 +205,8 @@ def render(model: dict[str, Any], templates: Path | None = None) -> str:
         t["id"]: [
             {
                 "turn_index": u["i"],
-                "role": u["role"],
-                "actor": u["actor"],
+                "role": data["ra"][u["a"]][0],
+                "actor": data["ra"][u["a"]][1],
                 "rules": [data["rules"][f[0]]["id"] for f in u.get("f", [])],
             }
             for u in t["turns"]
@@ -178,11 +231,17 @@ def render(model: dict[str, Any], templates: Path | None = None) -> str:
             charts.timeline(data["trajectories"], turn_rows),
         ),
     ]
+    # Every turn takes at least MIN_TURN_JSON bytes of the island: past the threshold by that
+    # count alone, the plain island is not built just to be measured.
+    turns = sum(len(t["turns"]) for t in data["trajectories"])
+    island = None if turns * MIN_TURN_JSON > compress_above else json_island(data)
+    packed = island is None or len(island) > compress_above
     return env.get_template("report.html.j2").render(
         m=model,
         handle=handle,
         figures=[(fid, title, chart) for fid, title, chart in figures if chart is not None],
-        data=json_island(data),
+        data=Markup(packed_island(data)) if packed else island,
+        packed=packed,
         script=Markup(script),
         script_hash=_script_hash(script),
         page_size=PAGE_SIZE,

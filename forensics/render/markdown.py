@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from forensics.render.labels import episode_label
 from forensics.render.safe import visible
 
 EXCERPT_CHARS = 400
@@ -285,10 +286,12 @@ def _causes(m: dict[str, Any]) -> list[str]:
             lines += ["", "Evidence:", ""]
             for ev in c["evidence"]:
                 where = f"{ev['source']['path']}:{ev['source']['line']}"
+                episode = episode_label(ev["task_id"], None, ev["trajectory_id"])
+                if ev["turn_index"] is not None:
+                    episode += f", turn {ev['turn_index']}"
                 lines.append(
-                    f"- {_code(where)} — task {inline(str(ev['task_id']))}, turn "
-                    f"{ev['turn_index']} ({inline(ev['actor'])}), {_code(ev['rule'])}: "
-                    f"{inline(ev['message'])}"
+                    f"- {_code(where)} — {inline(episode)} ({inline(ev['actor'] or 'episode')}), "
+                    f"{_code(ev['rule'])}: {inline(ev['message'])}"
                 )
                 lines += ["", fenced(_excerpt(ev), "  "), ""]
         lines.append("")
