@@ -35,6 +35,7 @@ from forensics.ingest.records import Collector, Episode, Run
 _CLOSED = re.compile(markers.CLOSED_BLOCK_RE)
 _UNCLOSED = re.compile(markers.UNCLOSED_TAIL_RE)
 _LEADING = re.compile(markers.LEADING_TO_CLOSER_RE)
+_SHARED_MESSAGES = 100_000  # past this the identity cache starts over: memory stays bounded
 
 
 def _visible(text: str) -> str:
@@ -105,8 +106,22 @@ class Linker:
         # re-sends the whole history, so each such message would otherwise be reduced again
         # (think blocks, strip, encode) once per later call of its conversation.
         self._plain: dict[tuple[str, str], bytes] = {}
+        # id -> (message, canonical bytes): history messages parsed once and shared between
+        # requests (forensics.ingest.prefix) are reduced once; the message is held so its id
+        # stays its own.
+        self._shared: dict[int, tuple[Mapping[str, Any], bytes]] = {}
 
     def _canonical(self, message: Mapping[str, Any]) -> bytes:
+        known = self._shared.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        if len(self._shared) > _SHARED_MESSAGES:
+            self._shared.clear()
+        data = self._shared_miss(message)
+        self._shared[id(message)] = (message, data)
+        return data
+
+    def _shared_miss(self, message: Mapping[str, Any]) -> bytes:
         role, content = message.get("role"), message.get("content")
         if type(role) is not str or type(content) is not str or message.get("tool_calls"):
             return canonical(message, self._arguments)
@@ -180,4 +195,5 @@ class Linker:
         self._by_response_id.clear()
         self._arguments.clear()
         self._plain.clear()
+        self._shared.clear()
         return count

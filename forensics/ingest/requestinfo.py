@@ -14,8 +14,11 @@ for equal bodies from the same client, which is what a retry is.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # Lists of conversation items, walked for their keys; everything else is read at the top only
@@ -61,11 +64,46 @@ def _walk_dict(value: dict[str, Any], path: str, out: set[str]) -> None:
             _walk_items(inner, here + "[]", out)
 
 
+# id(item) -> (item, its key paths) for conversation items met before. A capture parsed with
+# forensics.ingest.prefix shares the history's message objects between requests, so each is
+# walked once; the item is held, so its id can not be reused while the entry stands.
+_MEMO: contextvars.ContextVar[dict[int, tuple[Any, frozenset[str]]] | None] = (
+    contextvars.ContextVar("request_keys_memo", default=None)
+)
+_MEMO_ITEMS = 100_000  # past this the memo starts over: memory stays bounded
+
+
+@contextmanager
+def shared_items() -> Iterator[None]:
+    """Within this block, request_keys remembers the key paths of each conversation item."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def _walk_conversation(items: list[Any], path: str, out: set[str]) -> None:
+    memo = _MEMO.get()
+    if memo is None:
+        _walk_items(items, path, out)
+        return
+    if len(memo) > _MEMO_ITEMS:
+        memo.clear()
+    for item in items:
+        known = memo.get(id(item))
+        if known is None or known[0] is not item:
+            keys: set[str] = set()
+            _walk_items([item], path, keys)
+            known = memo[id(item)] = (item, frozenset(keys))
+        out |= known[1]
+
+
 def request_keys(body: dict[str, Any]) -> list[str]:
     """Top-level keys and every key path inside the conversation items, sorted."""
     out: set[str] = set()
     for key, value in body.items():
         out.add(str(key))
         if key in _CONVERSATION_KEYS and type(value) is list:
-            _walk_items(value, f"{key}[]", out)
+            _walk_conversation(value, f"{key}[]", out)
     return sorted(out)
