@@ -6,14 +6,18 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from forensics import atomic, config, engine, gate, schema
-from forensics.ingest.files import InputError
+from forensics import atomic
 
-FAIL_ON = schema.SEVERITIES
+if TYPE_CHECKING:
+    from forensics import config, engine
+
+# schema.SEVERITIES, spelled here so that `forensics --help` need not import pyarrow, polars
+# and duckdb (tests/test_cli_lazy.py keeps the two equal). Commands import what they use.
+FAIL_ON = ["info", "low", "medium", "high", "critical"]
 
 
 def _fail(message: str) -> NoReturn:
@@ -43,6 +47,8 @@ def cli() -> None:
 
 
 def _parse_rates(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> dict:
+    from forensics import gate
+
     try:
         return gate.parse_max_rates(value)
     except ValueError as exc:
@@ -50,6 +56,8 @@ def _parse_rates(_ctx: click.Context, _param: click.Parameter, value: tuple[str,
 
 
 def _settings(config_path: Path | None, no_config: bool) -> config.Settings:
+    from forensics import config
+
     return config.Settings() if no_config else config.load(config_path)
 
 
@@ -227,8 +235,9 @@ def scan(
     --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
     is written, whatever was found. Flags win over [tool.forensics] settings.
     """
-    from forensics import __version__, store
+    from forensics import __version__, config, engine, gate, store
     from forensics import report as report_model
+    from forensics.ingest.files import InputError
     from forensics.pipeline import scan as run_scan
     from forensics.render import github as github_out
     from forensics.render import html, jsonout, junit, markdown, sarif, text
@@ -380,7 +389,8 @@ def diff_cmd(
     """
     import json
 
-    from forensics import diff
+    from forensics import config, diff, engine
+    from forensics.ingest.files import InputError
 
     try:
         settings = _settings(config_path, no_config)
@@ -406,6 +416,7 @@ def diff_cmd(
 @cli.command("schema")
 def schema_cmd() -> None:
     """Print every table and column with its description, and the SQL views."""
+    from forensics import schema
     from forensics.result import VIEWS
 
     click.echo(schema.describe(), nl=False)
@@ -416,6 +427,8 @@ def schema_cmd() -> None:
 
 
 def _load_rules(rules_dirs: tuple[Path, ...]) -> list[engine.Rule]:
+    from forensics import engine
+
     try:
         return engine.load_rules(list(rules_dirs))
     except engine.RuleError as exc:
@@ -455,6 +468,8 @@ def rules_cmd(ctx: click.Context, rules_dirs: tuple[Path, ...], fmt: str) -> Non
 @click.pass_context
 def rules_explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]) -> None:
     """Print the documentation of one rule, and its parameters."""
+    from forensics import schema
+
     rules = {r.id: r for r in _load_rules((*ctx.obj["rules_dirs"], *rules_dirs))}
     if rule_id not in rules:
         _fail(f"unknown rule {rule_id!r}; known: {', '.join(rules)}")
@@ -482,7 +497,7 @@ def rules_explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]
 @click.option("--check", is_flag=True, help="Only check: exit 1 when the table is stale.")
 def rules_readme(path: Path, check: bool) -> None:
     """Write the pack's rule table between the rule-table markers of README.md."""
-    from forensics import catalogue
+    from forensics import catalogue, engine
 
     try:
         text = path.read_text(encoding="utf-8")
