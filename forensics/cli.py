@@ -201,6 +201,24 @@ def _rules_option(f: Callable) -> Callable:
     "[default: config, else 1024].",
 )
 @click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Scan on N local processes, one shard of files each; the same outputs as one process.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="ADDRESS",
+    help="Run the shards as Ray tasks: 'local' starts an instance, 'auto' joins this machine's "
+    "cluster, ray://HOST:10001 a remote one (needs forensics[ray]). Paths may be s3:// or gs://.",
+)
+@click.option(
+    "--shard-dir",
+    metavar="DIR|URL",
+    help="With --workers/--ray: keep the shards' Parquet tables (Hive-partitioned by run) there, "
+    "a directory or an s3:// / gs:// URL; default: a temporary directory.",
+)
 def scan(
     paths: tuple[str, ...],
     output: Path,
@@ -226,6 +244,9 @@ def scan(
     max_decompressed_mb: int | None,
     max_document_mb: int | None,
     explain_formats: bool,
+    workers: int | None,
+    ray_address: str | None,
+    shard_dir: str | None,
 ) -> None:
     """Scan logs and result files; print the diagnosis, write the report and outputs.
 
@@ -249,12 +270,20 @@ def scan(
         baseline = gate.load_baseline(baseline_path) if baseline_path else None
         outputs = [output, json_path, sarif_path, junit_path, md_path, db_path, parquet_dir]
         outputs.append(write_baseline)
-        result = run_scan(
-            list(paths),
-            rules_dirs=list(rules_dirs),
-            settings=settings,
-            exclude=[p for p in outputs if p is not None],
-        )
+        if workers or ray_address or shard_dir:
+            result = _sharded_scan(workers, ray_address, shard_dir)(
+                list(paths),
+                rules_dirs=list(rules_dirs),
+                settings=settings,
+                exclude=[p for p in outputs if p is not None],
+            )
+        else:
+            result = run_scan(
+                list(paths),
+                rules_dirs=list(rules_dirs),
+                settings=settings,
+                exclude=[p for p in outputs if p is not None],
+            )
         policy = gate.Policy(
             fail_on=fail_on or settings.fail_on or "info",
             max_rate={**settings.max_rate, **max_rate},
@@ -314,6 +343,22 @@ def scan(
     # Escaped like the summary. Unreadable input and unrunnable rules are gate lines too.
     click.echo(text.gate_lines(verdict.lines()), nl=False)
     sys.exit(verdict.exit_code)
+
+
+def _sharded_scan(workers: int | None, ray_address: str | None, shard_dir: str | None) -> Callable:
+    from functools import partial
+
+    from forensics import distributed
+
+    if ray_address:
+        try:
+            runner = distributed.ray_runner(None if ray_address == "local" else ray_address)
+        except ImportError:
+            _fail("--ray needs Ray: pip install 'forensics[ray]'")
+    else:
+        runner = distributed.processes(workers or 1)
+    shards = workers or (4 if ray_address else 1)
+    return partial(distributed.scan, runner=runner, shards=shards, shard_dir=shard_dir)
 
 
 @cli.command()
