@@ -36,6 +36,7 @@ _CLOSED = re.compile(markers.CLOSED_BLOCK_RE)
 _UNCLOSED = re.compile(markers.UNCLOSED_TAIL_RE)
 _LEADING = re.compile(markers.LEADING_TO_CLOSER_RE)
 _SHARED_MESSAGES = 100_000  # past this the identity cache starts over: memory stays bounded
+_LOOK_BACK = 16  # messages a request may add to the last one's before resuming is not tried
 
 
 def _visible(text: str) -> str:
@@ -110,6 +111,10 @@ class Linker:
         # requests (forensics.ingest.prefix) are reduced once; the message is held so its id
         # stays its own.
         self._shared: dict[int, tuple[Mapping[str, Any], bytes]] = {}
+        # id of a request's last message -> (that message, the request's messages, the running
+        # hash after them, their prefix digests): the next request of the conversation
+        # resumes there instead of hashing its whole history again.
+        self._states: dict[int, tuple[Any, list[Any], Any, list[bytes]]] = {}
 
     def _canonical(self, message: Mapping[str, Any]) -> bytes:
         known = self._shared.get(id(message))
@@ -131,6 +136,30 @@ class Linker:
             known = self._plain[key] = canonical(message, self._arguments)
         return known
 
+    def _resume(self, messages: list[Mapping[str, Any]]) -> tuple[Any, list[bytes]]:
+        """The running hash and prefix digests after the longest start of `messages` that an
+        earlier request sent as the same objects (a shared history), else from scratch."""
+        for i in range(len(messages) - 1, max(-1, len(messages) - 1 - _LOOK_BACK), -1):
+            known = self._states.get(id(messages[i]))
+            if known is None:
+                continue
+            message, sent, running, prefixes = known
+            if (
+                message is messages[i]
+                and len(prefixes) == i + 2
+                and sent[: i + 1] == messages[: i + 1]
+            ):
+                return running.copy(), list(prefixes)
+        running = hashlib.blake2b(digest_size=16)
+        return running, [running.digest()]
+
+    def _remember(
+        self, messages: list[Mapping[str, Any]], running: Any, prefixes: list[bytes]
+    ) -> None:
+        if len(self._states) > _SHARED_MESSAGES // 8:
+            self._states.clear()
+        self._states[id(messages[-1])] = (messages[-1], messages, running.copy(), prefixes)
+
     def _new(self, line: int) -> _Trajectory:
         traj = _Trajectory(Episode(self.run, self.source_path, line, self.source_format))
         self._trajectories.append(traj)
@@ -141,11 +170,12 @@ class Linker:
         messages = call.messages
         traj: _Trajectory | None = None
         matched = 0
-        running = hashlib.blake2b(digest_size=16)
-        prefixes = [running.digest()]
-        for message in messages:
+        running, prefixes = self._resume(messages)
+        for message in messages[len(prefixes) - 1 :]:
             running.update(self._canonical(message))
             prefixes.append(running.digest())
+        if messages:
+            self._remember(messages, running, prefixes)
         if call.params_digest is not None and call.output is not None:
             call.fields["request_hash"] = requestinfo.request_hash(prefixes[-1], call.params_digest)
         if call.previous_response_id and call.previous_response_id in self._by_response_id:
@@ -196,4 +226,5 @@ class Linker:
         self._arguments.clear()
         self._plain.clear()
         self._shared.clear()
+        self._states.clear()
         return count

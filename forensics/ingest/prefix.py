@@ -12,10 +12,11 @@ message by identity (they never mutate them).
 
 Byte equality of the text makes the reuse exact: JSON parsing is context free, so the same
 complete values at the start of an array parse to the same messages wherever they appear. The
-array is located from the one place the line spells `"messages":` (a quote not preceded by a
-backslash is a string delimiter, and a string followed by a colon is a key); a line where that
-is ambiguous, or where anything does not go as planned, is parsed whole with json.loads, which
-also gives the exact error for invalid lines.
+array is found where the line first spells `"messages":` (a quote not preceded by a backslash
+is a string delimiter, and a string followed by a colon is a key); the rest of the line is
+parsed with a sentinel in its place, and the value is used only if the sentinel ends up as the
+messages of the request body. A line where anything does not go as planned is parsed whole with
+json.loads, which also gives the exact error for invalid lines.
 """
 
 from __future__ import annotations
@@ -159,12 +160,11 @@ class PrefixParser:
 
 
 def _value_at(line: str, key: str, after: int = 0) -> int:
-    """Where the value of the one key spelled `key` starts; -1 when the line spells it other
-    than once, or in a way that may be inside a string."""
+    """Where the value of the first `key` at or after `after` starts, or -1. Another spelling
+    or a second copy of the key can not mislead: the parse puts the sentinel where JSON says,
+    and a line whose request body does not end up holding it is read whole."""
     at = line.find(key, after)
-    if at <= 0 or line.find(key, at + 1) != -1 or line.find(key, 0, after) != -1:
-        return -1
-    if line[at - 1] == "\\":
+    if at <= 0 or line[at - 1] == "\\":
         return -1
     return _skip(line, at + len(key))
 

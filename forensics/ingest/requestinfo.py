@@ -64,18 +64,20 @@ def _walk_dict(value: dict[str, Any], path: str, out: set[str]) -> None:
             _walk_items(inner, here + "[]", out)
 
 
-# id(item) -> (item, its key paths) for conversation items met before. A capture parsed with
-# forensics.ingest.prefix shares the history's message objects between requests, so each is
-# walked once; the item is held, so its id can not be reused while the entry stands.
-_MEMO: contextvars.ContextVar[dict[int, tuple[Any, frozenset[str]]] | None] = (
-    contextvars.ContextVar("request_keys_memo", default=None)
-)
+# (id(last item), path) -> (that item, key paths of the items up to it, their list, its
+# length). A capture parsed with forensics.ingest.prefix shares the history's message objects
+# between requests, so each request walks only what it added; the item is held, so its id can
+# not be reused while the entry stands.
+_MEMO: contextvars.ContextVar[
+    dict[tuple[int, str], tuple[Any, frozenset[str], list, int]] | None
+] = contextvars.ContextVar("request_keys_memo", default=None)
+_LOOK_BACK = 16  # items a request may add to the last one's before resuming is not tried
 _MEMO_ITEMS = 100_000  # past this the memo starts over: memory stays bounded
 
 
 @contextmanager
 def shared_items() -> Iterator[None]:
-    """Within this block, request_keys remembers the key paths of each conversation item."""
+    """Within this block, request_keys remembers the key paths of each request's items."""
     token = _MEMO.set({})
     try:
         yield
@@ -85,18 +87,25 @@ def shared_items() -> Iterator[None]:
 
 def _walk_conversation(items: list[Any], path: str, out: set[str]) -> None:
     memo = _MEMO.get()
-    if memo is None:
+    if memo is None or not items:
         _walk_items(items, path, out)
         return
     if len(memo) > _MEMO_ITEMS:
         memo.clear()
-    for item in items:
-        known = memo.get(id(item))
-        if known is None or known[0] is not item:
-            keys: set[str] = set()
-            _walk_items([item], path, keys)
-            known = memo[id(item)] = (item, frozenset(keys))
-        out |= known[1]
+    # The key paths of the longest start of `items` an earlier request sent as the same
+    # objects, kept under its last item (key (id, path): the same item may sit in two lists).
+    start, keys = 0, frozenset()
+    for i in range(len(items) - 1, max(-1, len(items) - 1 - _LOOK_BACK), -1):
+        known = memo.get((id(items[i]), path))
+        if known is not None and known[0] is items[i]:
+            sent, upto = known[2], known[3]
+            if upto == i + 1 and sent[:upto] == items[:upto]:
+                start, keys = upto, known[1]
+                break
+    found = set(keys)
+    _walk_items(items[start:], path, found)
+    memo[(id(items[-1]), path)] = (items[-1], frozenset(found), items, len(items))
+    out |= found
 
 
 def request_keys(body: dict[str, Any]) -> list[str]:
