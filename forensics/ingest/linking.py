@@ -35,7 +35,7 @@ from forensics.ingest.records import Collector, Episode, Run
 _CLOSED = re.compile(markers.CLOSED_BLOCK_RE)
 _UNCLOSED = re.compile(markers.UNCLOSED_TAIL_RE)
 _LEADING = re.compile(markers.LEADING_TO_CLOSER_RE)
-_SHARED_MESSAGES = 100_000  # past this the identity cache starts over: memory stays bounded
+_STATES = 4096  # conversations in flight kept resumable; past it the index starts over
 _LOOK_BACK = 16  # messages a request may add to the last one's before resuming is not tried
 
 
@@ -107,26 +107,12 @@ class Linker:
         # re-sends the whole history, so each such message would otherwise be reduced again
         # (think blocks, strip, encode) once per later call of its conversation.
         self._plain: dict[tuple[str, str], bytes] = {}
-        # id -> (message, canonical bytes): history messages parsed once and shared between
-        # requests (forensics.ingest.prefix) are reduced once; the message is held so its id
-        # stays its own.
-        self._shared: dict[int, tuple[Mapping[str, Any], bytes]] = {}
         # id of a request's last message -> (that message, the request's messages, the running
         # hash after them, their prefix digests): the next request of the conversation
         # resumes there instead of hashing its whole history again.
         self._states: dict[int, tuple[Any, list[Any], Any, list[bytes]]] = {}
 
     def _canonical(self, message: Mapping[str, Any]) -> bytes:
-        known = self._shared.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1]
-        if len(self._shared) > _SHARED_MESSAGES:
-            self._shared.clear()
-        data = self._shared_miss(message)
-        self._shared[id(message)] = (message, data)
-        return data
-
-    def _shared_miss(self, message: Mapping[str, Any]) -> bytes:
         role, content = message.get("role"), message.get("content")
         if type(role) is not str or type(content) is not str or message.get("tool_calls"):
             return canonical(message, self._arguments)
@@ -141,22 +127,20 @@ class Linker:
         earlier request sent as the same objects (a shared history), else from scratch."""
         for i in range(len(messages) - 1, max(-1, len(messages) - 1 - _LOOK_BACK), -1):
             known = self._states.get(id(messages[i]))
-            if known is None:
+            if known is None or known[0] is not messages[i]:
                 continue
-            message, sent, running, prefixes = known
-            if (
-                message is messages[i]
-                and len(prefixes) == i + 2
-                and sent[: i + 1] == messages[: i + 1]
-            ):
-                return running.copy(), list(prefixes)
+            # Continued: the state is this request's now (the next resumes from this one's).
+            del self._states[id(messages[i])]
+            _, sent, running, prefixes = known
+            if len(prefixes) == i + 2 and sent[: i + 1] == messages[: i + 1]:
+                return running, prefixes
         running = hashlib.blake2b(digest_size=16)
         return running, [running.digest()]
 
     def _remember(
         self, messages: list[Mapping[str, Any]], running: Any, prefixes: list[bytes]
     ) -> None:
-        if len(self._states) > _SHARED_MESSAGES // 8:
+        if len(self._states) > _STATES:
             self._states.clear()
         self._states[id(messages[-1])] = (messages[-1], messages, running.copy(), prefixes)
 
@@ -225,6 +209,5 @@ class Linker:
         self._by_response_id.clear()
         self._arguments.clear()
         self._plain.clear()
-        self._shared.clear()
         self._states.clear()
         return count

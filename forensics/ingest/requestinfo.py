@@ -72,7 +72,7 @@ _MEMO: contextvars.ContextVar[
     dict[tuple[int, str], tuple[Any, frozenset[str], list, int]] | None
 ] = contextvars.ContextVar("request_keys_memo", default=None)
 _LOOK_BACK = 16  # items a request may add to the last one's before resuming is not tried
-_MEMO_ITEMS = 100_000  # past this the memo starts over: memory stays bounded
+_MEMO_ITEMS = 4096  # conversations in flight remembered; past it the memo starts over
 
 
 @contextmanager
@@ -98,6 +98,7 @@ def _walk_conversation(items: list[Any], path: str, out: set[str]) -> None:
     for i in range(len(items) - 1, max(-1, len(items) - 1 - _LOOK_BACK), -1):
         known = memo.get((id(items[i]), path))
         if known is not None and known[0] is items[i]:
+            del memo[(id(items[i]), path)]  # continued: this request's entry replaces it
             sent, upto = known[2], known[3]
             if upto == i + 1 and sent[:upto] == items[:upto]:
                 start, keys = upto, known[1]
