@@ -8,7 +8,8 @@ once DuckDB's bare `read_json` of the input when it is JSONL. Each process is me
 outside with /usr/bin/time (wall, user+sys CPU, peak RSS). The --json outputs of the two trees
 must be byte-identical; the table shows medians and the ratios this/base and this/DuckDB.
 A busy machine moves every figure, so only ratios from the same interleaved run are compared.
-Extra scan arguments after `--` (say `-- --workers 2`) apply to this tree only.
+Extra scan arguments after `--` (say `-- --workers 2`) apply to this tree only (with --base
+set to this tree too, that compares one process with the sharded scan).
 """
 
 from __future__ import annotations
@@ -50,8 +51,14 @@ def timed(argv: list[str], env: dict[str, str]) -> dict[str, float]:
 
 def scan(tree: Path, path: Path, result: Path, extra: list[str]) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    code = ["-c", SCAN, str(path), "--no-report", "--json", str(result), *extra]
+    # -P: the working directory (maybe a checkout) must not come before the tree on sys.path.
+    code = ["-P", "-c", SCAN, str(path), "--no-report", "--json", str(result), *extra]
     return timed([sys.executable, *code], env)
+
+
+def _mb(path: Path) -> float:
+    found = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in found) / 1e6
 
 
 def main() -> None:
@@ -59,8 +66,9 @@ def main() -> None:
     parser.add_argument("--base", type=Path, required=True, help="source tree to compare with")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("inputs", nargs="+", type=Path)
-    args, extra = parser.parse_known_args()
-    extra = [a for a in extra if a != "--"]
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     print(
         f"{'input':<28} {'MB':>6} {'base s':>7} {'this s':>7} {'base cpu':>8} {'this cpu':>8} "
         f"{'base RSS':>8} {'this RSS':>8} {'cpu this/base':>13} {'duckdb s':>8} "
@@ -87,7 +95,7 @@ def main() -> None:
 
         duck = med("duckdb", "wall")
         print(
-            f"{path.name[:28]:<28} {path.stat().st_size / 1e6:6.0f} {med('base', 'wall'):7.2f} "
+            f"{path.name[:28]:<28} {_mb(path):6.0f} {med('base', 'wall'):7.2f} "
             f"{med('this', 'wall'):7.2f} {med('base', 'cpu'):8.2f} {med('this', 'cpu'):8.2f} "
             f"{med('base', 'rss_mb'):8.0f} {med('this', 'rss_mb'):8.0f} "
             f"{med('this', 'cpu') / med('base', 'cpu'):13.2f} {duck:8.2f} "

@@ -35,7 +35,7 @@ from forensics.ingest.records import Collector, Episode, Run
 _CLOSED = re.compile(markers.CLOSED_BLOCK_RE)
 _UNCLOSED = re.compile(markers.UNCLOSED_TAIL_RE)
 _LEADING = re.compile(markers.LEADING_TO_CLOSER_RE)
-_STATES = 4096  # conversations in flight kept resumable; past it the index starts over
+_STATES = 1024  # conversations in flight kept resumable; past it the index starts over
 _LOOK_BACK = 16  # messages a request may add to the last one's before resuming is not tried
 
 
@@ -107,10 +107,10 @@ class Linker:
         # re-sends the whole history, so each such message would otherwise be reduced again
         # (think blocks, strip, encode) once per later call of its conversation.
         self._plain: dict[tuple[str, str], bytes] = {}
-        # id of a request's last message -> (that message, the request's messages, the running
-        # hash after them, their prefix digests): the next request of the conversation
+        # id of a request's last message -> (that message, its first, the running hash after
+        # them, their prefix digests): the next request of the conversation
         # resumes there instead of hashing its whole history again.
-        self._states: dict[int, tuple[Any, list[Any], Any, list[bytes]]] = {}
+        self._states: dict[int, tuple[Any, Any, Any, list[bytes]]] = {}
 
     def _canonical(self, message: Mapping[str, Any]) -> bytes:
         role, content = message.get("role"), message.get("content")
@@ -131,8 +131,10 @@ class Linker:
                 continue
             # Continued: the state is this request's now (the next resumes from this one's).
             del self._states[id(messages[i])]
-            _, sent, running, prefixes = known
-            if len(prefixes) == i + 2 and sent[: i + 1] == messages[: i + 1]:
+            _, first, running, prefixes = known
+            # A message object is shared only with the messages before it (the prefix parser
+            # copies whole starts of lists), so the same object at i is the same start.
+            if len(prefixes) == i + 2 and messages[0] is first:
                 return running, prefixes
         running = hashlib.blake2b(digest_size=16)
         return running, [running.digest()]
@@ -142,7 +144,7 @@ class Linker:
     ) -> None:
         if len(self._states) > _STATES:
             self._states.clear()
-        self._states[id(messages[-1])] = (messages[-1], messages, running.copy(), prefixes)
+        self._states[id(messages[-1])] = (messages[-1], messages[0], running.copy(), prefixes)
 
     def _new(self, line: int) -> _Trajectory:
         traj = _Trajectory(Episode(self.run, self.source_path, line, self.source_format))

@@ -36,7 +36,7 @@ _WS = " \t\n\r"
 _PROBE = 64
 # Text kept for lines not continued yet; the oldest goes first past it (a long run of
 # parallel conversations only parses more, it never reads differently).
-_MAX_KEPT_CHARS = 64 * 1024 * 1024
+_MAX_KEPT_CHARS = 8 * 1024 * 1024
 
 _decoder = json.JSONDecoder()
 _scan = _decoder.scan_once

@@ -64,15 +64,15 @@ def _walk_dict(value: dict[str, Any], path: str, out: set[str]) -> None:
             _walk_items(inner, here + "[]", out)
 
 
-# (id(last item), path) -> (that item, key paths of the items up to it, their list, its
-# length). A capture parsed with forensics.ingest.prefix shares the history's message objects
+# (id(last item), path) -> (that item, key paths of the items up to it, the first item, the
+# count). A capture parsed with forensics.ingest.prefix shares the history's message objects
 # between requests, so each request walks only what it added; the item is held, so its id can
 # not be reused while the entry stands.
 _MEMO: contextvars.ContextVar[
-    dict[tuple[int, str], tuple[Any, frozenset[str], list, int]] | None
+    dict[tuple[int, str], tuple[Any, frozenset[str], Any, int]] | None
 ] = contextvars.ContextVar("request_keys_memo", default=None)
 _LOOK_BACK = 16  # items a request may add to the last one's before resuming is not tried
-_MEMO_ITEMS = 4096  # conversations in flight remembered; past it the memo starts over
+_MEMO_ITEMS = 1024  # conversations in flight remembered; past it the memo starts over
 
 
 @contextmanager
@@ -99,13 +99,14 @@ def _walk_conversation(items: list[Any], path: str, out: set[str]) -> None:
         known = memo.get((id(items[i]), path))
         if known is not None and known[0] is items[i]:
             del memo[(id(items[i]), path)]  # continued: this request's entry replaces it
-            sent, upto = known[2], known[3]
-            if upto == i + 1 and sent[:upto] == items[:upto]:
-                start, keys = upto, known[1]
+            # Shared objects come with the same items before them (the prefix parser copies
+            # whole starts of lists): the same object at i is the same start.
+            if known[3] == i + 1 and known[2] is items[0]:
+                start, keys = i + 1, known[1]
                 break
     found = set(keys)
     _walk_items(items[start:], path, found)
-    memo[(id(items[-1]), path)] = (items[-1], frozenset(found), items, len(items))
+    memo[(id(items[-1]), path)] = (items[-1], frozenset(found), items[0], len(items))
     out |= found
 
 
