@@ -10,14 +10,18 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import click
 
-from forensics import atomic, config, engine, gate, progress, schema
-from forensics.ingest.files import InputError
+from forensics import atomic, progress
 
-FAIL_ON = schema.SEVERITIES
+if TYPE_CHECKING:
+    from forensics import config, engine
+
+# schema.SEVERITIES, spelled here so that `forensics --help` need not import pyarrow, polars
+# and duckdb (tests/test_cli_lazy.py keeps the two equal). Commands import what they use.
+FAIL_ON = ["info", "low", "medium", "high", "critical"]
 
 
 def _fail(message: str) -> NoReturn:
@@ -48,6 +52,8 @@ def cli() -> None:
 
 
 def _parse_rates(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> dict:
+    from forensics import gate
+
     try:
         return gate.parse_max_rates(value)
     except ValueError as exc:
@@ -55,6 +61,8 @@ def _parse_rates(_ctx: click.Context, _param: click.Parameter, value: tuple[str,
 
 
 def _settings(config_path: Path | None, no_config: bool) -> config.Settings:
+    from forensics import config
+
     return config.Settings() if no_config else config.load(config_path)
 
 
@@ -151,6 +159,8 @@ def _chosen_rules(
     ignore: tuple[str, ...],
 ) -> config.Settings:
     """The settings with --select/--ignore applied: every rule not selected, or ignored, off."""
+    from forensics import config, engine
+
     if not select and not ignore:
         return settings
     known = [r.id for r in engine.load_rules(list(rules_dirs))]
@@ -294,6 +304,24 @@ def _chosen_rules(
     "[default: config, else 1024].",
 )
 @click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Scan on N local processes, one shard of files each; the same outputs as one process.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="ADDRESS",
+    help="Run the shards as Ray tasks: 'local' starts an instance, 'auto' joins this machine's "
+    "cluster, ray://HOST:10001 a remote one (needs forensics[ray]). Paths may be s3:// or gs://.",
+)
+@click.option(
+    "--shard-dir",
+    metavar="DIR|URL",
+    help="With --workers/--ray: keep the shards' Parquet tables (Hive-partitioned by run) there, "
+    "a directory or an s3:// / gs:// URL; default: a temporary directory.",
+)
 @_terminal_options
 def scan(
     paths: tuple[str, ...],
@@ -321,6 +349,9 @@ def scan(
     max_decompressed_mb: int | None,
     max_document_mb: int | None,
     explain_formats: bool,
+    workers: int | None,
+    ray_address: str | None,
+    shard_dir: str | None,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
     output_format: str,
@@ -340,8 +371,9 @@ def scan(
     --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
     is written, whatever was found. Flags win over [tool.forensics] settings.
     """
-    from forensics import __version__, store
+    from forensics import __version__, config, engine, gate, store
     from forensics import report as report_model
+    from forensics.ingest.files import InputError
     from forensics.pipeline import scan as run_scan
     from forensics.render import github as github_out
     from forensics.render import html, jsonout, junit, markdown, sarif, text
@@ -384,7 +416,8 @@ def scan(
                 settings = replace(settings, fuse=False)
             baseline = gate.load_baseline(baseline_path) if baseline_path else None
             outputs = [p for p in (*files.values(), db_path, parquet_dir) if not _is_dash(p)]
-            result = run_scan(
+            sharded = workers or ray_address or shard_dir
+            result = (_sharded_scan(workers, ray_address, shard_dir) if sharded else run_scan)(
                 names,
                 rules_dirs=list(rules_dirs),
                 settings=settings,
@@ -470,6 +503,22 @@ def scan(
     sys.exit(verdict.exit_code)
 
 
+def _sharded_scan(workers: int | None, ray_address: str | None, shard_dir: str | None) -> Callable:
+    from functools import partial
+
+    from forensics import distributed
+
+    if ray_address:
+        try:
+            runner = distributed.ray_runner(None if ray_address == "local" else ray_address)
+        except ImportError:
+            _fail("--ray needs Ray: pip install 'forensics[ray]'")
+    else:
+        runner = distributed.processes(workers or 1)
+    shards = workers or (4 if ray_address else 1)
+    return partial(distributed.scan, runner=runner, shards=shards, shard_dir=shard_dir)
+
+
 @cli.command("show")
 @click.argument("trajectory")
 @click.argument("paths", nargs=-1)
@@ -507,7 +556,8 @@ def show_cmd(
     Exit codes: 0 shown; 2 no such trajectory, an ambiguous one (the candidates are listed),
     or no --db and no PATHS.
     """
-    from forensics import show
+    from forensics import config, engine, show
+    from forensics.ingest.files import InputError
     from forensics.render import episode
 
     try:
@@ -625,7 +675,8 @@ def diff_cmd(
     """
     import json
 
-    from forensics import diff
+    from forensics import config, diff, engine
+    from forensics.ingest.files import InputError
 
     try:
         settings = _settings(config_path, no_config)
@@ -651,6 +702,7 @@ def diff_cmd(
 @cli.command("schema")
 def schema_cmd() -> None:
     """Print every table and column with its description, and the SQL views."""
+    from forensics import schema
     from forensics.result import VIEWS
 
     click.echo(schema.describe(), nl=False)
@@ -671,6 +723,8 @@ def formats_cmd(rules_dirs: tuple[Path, ...]) -> None:
 
 
 def _load_rules(rules_dirs: tuple[Path, ...]) -> list[engine.Rule]:
+    from forensics import engine
+
     try:
         return engine.load_rules(list(rules_dirs))
     except engine.RuleError as exc:
@@ -710,6 +764,8 @@ def rules_cmd(ctx: click.Context, rules_dirs: tuple[Path, ...], fmt: str) -> Non
 @click.pass_context
 def rules_explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]) -> None:
     """Print the documentation of one rule, and its parameters."""
+    from forensics import schema
+
     rules = {r.id: r for r in _load_rules((*ctx.obj["rules_dirs"], *rules_dirs))}
     if rule_id not in rules:
         _fail(f"unknown rule {rule_id!r}; known: {', '.join(rules)}")
@@ -737,7 +793,7 @@ def rules_explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]
 @click.option("--check", is_flag=True, help="Only check: exit 1 when the table is stale.")
 def rules_readme(path: Path, check: bool) -> None:
     """Write the pack's rule table between the rule-table markers of README.md."""
-    from forensics import catalogue
+    from forensics import catalogue, engine
 
     try:
         text = path.read_text(encoding="utf-8")

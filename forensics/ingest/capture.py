@@ -14,10 +14,19 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import envelopes, exchange, files, jsonhead, jsonwalk, litellm
+from forensics.ingest import (
+    envelopes,
+    exchange,
+    files,
+    jsonhead,
+    jsonwalk,
+    litellm,
+    requestinfo,
+)
 from forensics.ingest.apicommon import without_query
 from forensics.ingest.exchange import Call, NotACall
 from forensics.ingest.linking import Linker
+from forensics.ingest.prefix import PrefixParser
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Run, isolated
 
 FORMAT = "api_capture"
@@ -72,6 +81,7 @@ Record = tuple[int, Any, str | None, str]  # line, value, why it could not be re
 
 
 def _jsonl(path: Path) -> Iterator[Record]:
+    parser = PrefixParser()
     for number, text in files.iter_lines(path):
         if text is None:
             yield number, None, f"line longer than {files.MAX_LINE_BYTES} bytes; skipped", ""
@@ -79,7 +89,7 @@ def _jsonl(path: Path) -> Iterator[Record]:
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text), None, ""
+            yield number, parser.loads(text), None, ""
         except json.JSONDecodeError as exc:
             yield number, None, f"invalid JSON ({exc.msg} at column {exc.colno})", text[:200]
         except RecursionError:
@@ -237,12 +247,13 @@ class Reader:
 def read(path: Path, collector: Collector, fmt: str) -> int:
     """Ingest a capture file; returns the number of records that became turns."""
     reader = Reader(path, collector, fmt)
-    for line, value, error, raw in records(path):
-        if error is not None:
-            reader.reject(line, error, raw)
-        else:
-            with isolated(collector, str(path), line, fmt):
-                reader.record(line, value)
+    with requestinfo.shared_items():
+        for line, value, error, raw in records(path):
+            if error is not None:
+                reader.reject(line, error, raw)
+            else:
+                with isolated(collector, str(path), line, fmt):
+                    reader.record(line, value)
     return reader.finish()
 
 

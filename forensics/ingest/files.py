@@ -8,6 +8,7 @@ bytes before it stay), and a document read whole is capped in size.
 
 from __future__ import annotations
 
+import codecs
 import contextvars
 import glob
 import io
@@ -223,6 +224,66 @@ def read_text(path: Path) -> str:
                 raise TooLarge(_too_large(cap))
         _record_damage(f, f"after {total:,} bytes; the document was read up to there")
         return b"".join(parts).decode("utf-8", errors="replace")
+
+
+class TextStream:
+    """A document read a piece at a time, for readers that walk it front to back: what
+    read_text returns, without holding the whole file (the same cap, decoding and damage).
+
+    `text` is a window of the document starting at absolute offset `base`; `more()` appends
+    the next piece and `drop(pos)` forgets what comes before `pos` of the window.
+    """
+
+    PIECE = 4 * MIB
+
+    def __init__(self, path: Path) -> None:
+        self._cap = _scope().limits.max_document_bytes
+        if os.stat(path).st_size > self._cap:
+            raise TooLarge(_too_large(self._cap))
+        self._file = open_binary(path)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._total = 0
+        self.text = ""
+        self.base = 0
+        self.eof = False
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> TextStream:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def more(self) -> bool:
+        """Append the next piece (at least as long as the window, so re-reading a value that
+        spans pieces costs at most twice its length); False at the end of the document."""
+        if self.eof:
+            return False
+        want = max(self.PIECE, len(self.text))
+        chunk = self._file.read(min(want, self._cap + 1 - self._total))
+        self._total += len(chunk)
+        if self._total > self._cap:
+            raise TooLarge(_too_large(self._cap))
+        if not chunk:
+            self.eof = True
+            _record_damage(
+                self._file, f"after {self._total:,} bytes; the document was read up to there"
+            )
+            self.text += self._decoder.decode(b"", final=True)
+            return False
+        self.text += self._decoder.decode(chunk)
+        return True
+
+    def rest(self) -> None:
+        """Read to the end of the document."""
+        while self.more():
+            pass
+
+    def drop(self, pos: int) -> None:
+        self.base += pos
+        self.text = self.text[pos:]
 
 
 def _too_large(cap: int) -> str:

@@ -13,12 +13,26 @@ import re
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 
 
+# (text, keys) of the last head read: format detection asks every sniffer in turn about the
+# same head, and tokenising it once is enough. Callers only read the keys.
+_last: tuple[str, dict[str, object]] = ("", {})
+
+
 def top_level(text: str) -> dict[str, object]:
     """Keys of the first object in text (or of an array's first element), in order.
 
     Values are kept for scalars (strings, numbers, booleans) and are None for containers or
     values the head cuts.
     """
+    global _last
+    if text is _last[0] or text == _last[0]:
+        return _last[1]
+    keys = _top_level(text)
+    _last = (text, keys)
+    return keys
+
+
+def _top_level(text: str) -> dict[str, object]:
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped.startswith("["):
         stripped = stripped[1:].lstrip()

@@ -35,6 +35,8 @@ from forensics.ingest.records import Collector, Episode, Run
 _CLOSED = re.compile(markers.CLOSED_BLOCK_RE)
 _UNCLOSED = re.compile(markers.UNCLOSED_TAIL_RE)
 _LEADING = re.compile(markers.LEADING_TO_CLOSER_RE)
+_STATES = 1024  # conversations in flight kept resumable; past it the index starts over
+_LOOK_BACK = 16  # messages a request may add to the last one's before resuming is not tried
 
 
 def _visible(text: str) -> str:
@@ -108,6 +110,10 @@ class Linker:
         # re-sends the whole history, so each such message would otherwise be reduced again
         # (think blocks, strip, encode) once per later call of its conversation.
         self._plain: dict[tuple[str, str], bytes] = {}
+        # id of a request's last message -> (that message, its first, the running hash after
+        # them, their prefix digests): the next request of the conversation
+        # resumes there instead of hashing its whole history again.
+        self._states: dict[int, tuple[Any, Any, Any, list[bytes]]] = {}
 
     def _canonical(self, message: Mapping[str, Any]) -> bytes:
         role, content = message.get("role"), message.get("content")
@@ -119,6 +125,30 @@ class Linker:
             known = self._plain[key] = canonical(message, self._arguments)
         return known
 
+    def _resume(self, messages: list[Mapping[str, Any]]) -> tuple[Any, list[bytes]]:
+        """The running hash and prefix digests after the longest start of `messages` that an
+        earlier request sent as the same objects (a shared history), else from scratch."""
+        for i in range(len(messages) - 1, max(-1, len(messages) - 1 - _LOOK_BACK), -1):
+            known = self._states.get(id(messages[i]))
+            if known is None or known[0] is not messages[i]:
+                continue
+            # Continued: the state is this request's now (the next resumes from this one's).
+            del self._states[id(messages[i])]
+            _, first, running, prefixes = known
+            # A message object is shared only with the messages before it (the prefix parser
+            # copies whole starts of lists), so the same object at i is the same start.
+            if len(prefixes) == i + 2 and messages[0] is first:
+                return running, prefixes
+        running = hashlib.blake2b(digest_size=16)
+        return running, [running.digest()]
+
+    def _remember(
+        self, messages: list[Mapping[str, Any]], running: Any, prefixes: list[bytes]
+    ) -> None:
+        if len(self._states) > _STATES:
+            self._states.clear()
+        self._states[id(messages[-1])] = (messages[-1], messages[0], running.copy(), prefixes)
+
     def _new(self, line: int) -> _Trajectory:
         traj = _Trajectory(Episode(self.run, self.source_path, line, self.source_format))
         self._trajectories.append(traj)
@@ -129,11 +159,12 @@ class Linker:
         messages = call.messages
         traj: _Trajectory | None = None
         matched = 0
-        running = hashlib.blake2b(digest_size=16)
-        prefixes = [running.digest()]
-        for message in messages:
+        running, prefixes = self._resume(messages)
+        for message in messages[len(prefixes) - 1 :]:
             running.update(self._canonical(message))
             prefixes.append(running.digest())
+        if messages:
+            self._remember(messages, running, prefixes)
         if call.params_digest is not None and call.output is not None:
             call.fields["request_hash"] = requestinfo.request_hash(prefixes[-1], call.params_digest)
         if call.previous_response_id and call.previous_response_id in self._by_response_id:
@@ -196,4 +227,5 @@ class Linker:
         self._requests.clear()
         self._arguments.clear()
         self._plain.clear()
+        self._states.clear()
         return count

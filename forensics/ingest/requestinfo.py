@@ -14,8 +14,11 @@ for equal bodies from the same client, which is what a retry is.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # Lists of conversation items, walked for their keys; everything else is read at the top only
@@ -61,11 +64,57 @@ def _walk_dict(value: dict[str, Any], path: str, out: set[str]) -> None:
             _walk_items(inner, here + "[]", out)
 
 
+# (id(last item), path) -> (that item, key paths of the items up to it, the first item, the
+# count). A capture parsed with forensics.ingest.prefix shares the history's message objects
+# between requests, so each request walks only what it added; the item is held, so its id can
+# not be reused while the entry stands.
+_MEMO: contextvars.ContextVar[
+    dict[tuple[int, str], tuple[Any, frozenset[str], Any, int]] | None
+] = contextvars.ContextVar("request_keys_memo", default=None)
+_LOOK_BACK = 16  # items a request may add to the last one's before resuming is not tried
+_MEMO_ITEMS = 1024  # conversations in flight remembered; past it the memo starts over
+
+
+@contextmanager
+def shared_items() -> Iterator[None]:
+    """Within this block, request_keys remembers the key paths of each request's items."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def _walk_conversation(items: list[Any], path: str, out: set[str]) -> None:
+    memo = _MEMO.get()
+    if memo is None or not items:
+        _walk_items(items, path, out)
+        return
+    if len(memo) > _MEMO_ITEMS:
+        memo.clear()
+    # The key paths of the longest start of `items` an earlier request sent as the same
+    # objects, kept under its last item (key (id, path): the same item may sit in two lists).
+    start, keys = 0, frozenset()
+    for i in range(len(items) - 1, max(-1, len(items) - 1 - _LOOK_BACK), -1):
+        known = memo.get((id(items[i]), path))
+        if known is not None and known[0] is items[i]:
+            del memo[(id(items[i]), path)]  # continued: this request's entry replaces it
+            # Shared objects come with the same items before them (the prefix parser copies
+            # whole starts of lists): the same object at i is the same start.
+            if known[3] == i + 1 and known[2] is items[0]:
+                start, keys = i + 1, known[1]
+                break
+    found = set(keys)
+    _walk_items(items[start:], path, found)
+    memo[(id(items[-1]), path)] = (items[-1], frozenset(found), items[0], len(items))
+    out |= found
+
+
 def request_keys(body: dict[str, Any]) -> list[str]:
     """Top-level keys and every key path inside the conversation items, sorted."""
     out: set[str] = set()
     for key, value in body.items():
         out.add(str(key))
         if key in _CONVERSATION_KEYS and type(value) is list:
-            _walk_items(value, f"{key}[]", out)
+            _walk_conversation(value, f"{key}[]", out)
     return sorted(out)

@@ -7,6 +7,7 @@ array. Every complete record is kept; the cut record is rejected with its line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,22 +45,112 @@ def _run_for(path: Path) -> Run:
     return run
 
 
+class _Window:
+    """Absolute line numbers for offsets into a TextStream's window (offsets visited mostly in
+    increasing order, as LineCounter)."""
+
+    def __init__(self, stream: files.TextStream) -> None:
+        self.stream = stream
+        self.first_line = 1  # line of the window's first character
+        self._offset = 0
+        self._line = 1
+
+    def __call__(self, offset: int) -> int:
+        if offset < self._offset:
+            self._offset, self._line = 0, self.first_line
+        self._line += self.stream.text.count("\n", self._offset, offset)
+        self._offset = offset
+        return self._line
+
+    def drop(self, pos: int) -> None:
+        self.first_line = self(pos)
+        self.stream.drop(pos)
+        self._offset, self._line = 0, self.first_line
+
+
+# Past this many characters of consumed records, the window forgets them.
+_KEEP_CHARS = 8 * files.MIB
+
+
+def _records(
+    stream: files.TextStream, lines: _Window, walker: jsonwalk.Walker
+) -> Iterator[tuple[int, Any, int]]:
+    """jsonwalk.arrays over a stream: (start, element, end) window offsets of each element of
+    the top-level array(s); the window holds each element whole while it is handed out.
+
+    A step that fails or ends at the window's edge is tried again with more of the document;
+    at the end of the document its error is the document's, as jsonwalk.arrays raises it."""
+
+    def ws(pos: int) -> int:
+        while True:
+            pos = jsonwalk.skip_ws(stream.text, pos)
+            if pos < len(stream.text) or not stream.more():
+                return pos
+
+    def element(pos: int) -> tuple[Any, int]:
+        while True:
+            try:
+                item, end = walker(stream.text, pos)
+                if end < len(stream.text) or stream.eof:
+                    return item, end
+            except jsonwalk.WalkError:
+                if stream.eof:
+                    raise
+            stream.more()
+
+    pos = ws(0)
+    while True:
+        if pos >= len(stream.text):
+            raise jsonwalk.WalkError(pos, "file ends where '[' was expected")
+        if stream.text[pos] != "[":
+            raise jsonwalk.WalkError(pos, "expected '['")
+        pos = ws(pos + 1)
+        if pos >= len(stream.text) or stream.text[pos] != "]":
+            while True:
+                start = pos = ws(pos)
+                item, end = element(pos)
+                yield start, item, end
+                if end > _KEEP_CHARS:
+                    lines.drop(end)
+                    end = 0
+                pos = ws(end)
+                if pos >= len(stream.text):
+                    raise jsonwalk.WalkError(pos, "file ends inside an array")
+                if stream.text[pos] == "]":
+                    break
+                if stream.text[pos] != ",":
+                    raise jsonwalk.WalkError(pos, "expected ','")
+                pos += 1
+        pos = ws(pos + 1)
+        if pos >= len(stream.text):
+            return
+        if stream.text[pos] != "[":
+            raise jsonwalk.WalkError(pos, jsonwalk.TRAILING)
+
+
 def ingest(path: Path, collector: Collector) -> int:
-    text = files.read_text(path)
-    line_of = jsonwalk.LineCounter(text)
+    """Records are read one at a time from the file: memory holds one record, not the file."""
+    with files.TextStream(path) as stream:
+        return _ingest(path, collector, stream)
+
+
+def _ingest(path: Path, collector: Collector, stream: files.TextStream) -> int:
+    line_of = _Window(stream)
     run = _run_for(path)
     records = 0
     record_walker = lambda t, p: jsonwalk.obj(t, p, {"traj": jsonwalk.positioned_array})  # noqa: E731
-    start = jsonwalk.skip_ws(text, 0)
+    start = 0  # absolute offset where the walk stands
     try:
-        for index, (offset, record, _end) in enumerate(jsonwalk.arrays(text, start, record_walker)):
-            start = offset
+        for index, (offset, record, _end) in enumerate(_records(stream, line_of, record_walker)):
+            start = stream.base + offset
             if not isinstance(record, dict) or "traj" not in record:
+                while len(stream.text) < offset + 200 and stream.more():
+                    pass
                 collector.reject(
                     str(path),
                     line_of(offset),
                     "array element is not a tau-bench result record",
-                    text[offset : offset + 200],
+                    stream.text[offset : offset + 200],
                     FORMAT,
                     f"$[{index}]",
                 )
@@ -67,11 +158,13 @@ def ingest(path: Path, collector: Collector) -> int:
                 with isolated(collector, str(path), line_of(offset), FORMAT, f"$[{index}]"):
                     add_record(collector, run, path, line_of, offset, record, index)
                     records += 1
-            start = _end
+            start = stream.base + _end
     except jsonwalk.WalkError as exc:
+        stream.rest()
+        text = stream.text
         # A file cut mid-write does not end with the array's closing bracket.
         cut = exc.msg != jsonwalk.TRAILING and not text.rstrip().endswith("]")
-        where = jsonwalk.skip_ws(text, start)
+        where = jsonwalk.skip_ws(text, start - stream.base)
         if where < len(text) and text[where] in ",]":
             where = jsonwalk.skip_ws(text, where + 1)
         where = min(where, exc.pos)
@@ -91,7 +184,7 @@ def add_record(
     collector: Collector,
     run: Run,
     path: Path,
-    line_of: jsonwalk.LineCounter,
+    line_of: Callable[[int], int],
     offset: int,
     record: dict[str, Any],
     index: int = 0,

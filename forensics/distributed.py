@@ -1,0 +1,448 @@
+"""The scan spread over processes (`scan --workers N`) or a Ray cluster (`scan --ray`).
+
+Files are the shards: the sorted file list is cut into contiguous ranges of about equal bytes,
+and each task runs the ordinary pipeline (ingest, redaction, enrichment, rules) on its range and
+writes the four tables as Parquet under the shard directory, Hive-partitioned by run
+(`turns/run=<run>/shard-00003-0.parquet`; rejects, which have no run, one file per shard). The
+driver reads them back in shard order with DuckDB, diagnoses the whole, and the outputs are
+those of a scan in one process, byte for byte.
+
+What keeps them equal: linking happens inside a file, so a file's conversations are always
+whole in its shard; trajectory ids, trial numbers and rule findings depend only on the run they
+belong to, so a run must sit in one shard. A task reports the runs it read and the directories
+of the run-metadata sidecars it met; where a run spans two shards, or a sidecar's directory
+holds files of another shard, the driver merges those shards (the whole range between them)
+and runs the merged shard again. Bytes ranges of one large JSONL file are not split: a single
+file is one task.
+
+Inputs and the shard directory may be local paths or object-store URLs (`s3://`, `gs://`, …,
+through pyarrow.fs): a task copies the objects of its shard to a local temporary directory,
+reads them there, and names them by their URL in every table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from forensics import diagnose, engine, enrich, ingest, pipeline, schema
+from forensics.config import Settings
+from forensics.ingest import files as ingest_files
+from forensics.ingest import sidecars
+from forensics.ingest.records import Collector
+from forensics.ingest.rows import clean_text
+from forensics.redact import redact_name, redact_text
+
+TABLES = ("turns", "trajectories", "findings", "rejects")
+_ORDER = "_order"  # row position within its shard: the driver restores the one-process order
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+
+
+def is_url(path: str) -> bool:
+    return bool(_URL.match(path)) and not path.lower().startswith("file://")
+
+
+@dataclass
+class Shard:
+    index: int
+    files: list[str]  # paths or URLs, in scan order
+
+
+@dataclass
+class ShardDone:
+    index: int
+    files: list[ingest.FileReport]
+    not_checked: dict[str, dict[str, list[str]]]
+    runs: set[str]
+    sidecar_dirs: set[str]  # resolved directories of the run-metadata sidecars read
+    dirs: set[str]  # resolved directories of the shard's files
+
+
+# --- the task -----------------------------------------------------------------------------------
+
+
+def _filesystem(url: str) -> tuple[pafs.FileSystem, str]:
+    if is_url(url):
+        return pafs.FileSystem.from_uri(url)
+    return pafs.LocalFileSystem(), os.path.abspath(url)
+
+
+def _run_key(run_id: str) -> str:
+    """The run's partition directory: readable where the id allows, unique always."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id)[:60] or "_"
+    return f"{slug}-{hashlib.sha256(run_id.encode()).hexdigest()[:8]}"
+
+
+def _fetch(urls: list[str], into: Path) -> dict[str, str]:
+    """Copies of the objects under `into`; local path -> URL."""
+    names: dict[str, str] = {}
+    for url in urls:
+        fs, path = _filesystem(url)
+        scheme = url.split("://", 1)[0]
+        local = into / scheme / path.lstrip("/")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        with fs.open_input_stream(path) as src, open(local, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1024 * 1024)
+        names[str(local)] = url
+    return names
+
+
+def _renamed(frame: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
+    if not names or "source_path" not in frame.columns:
+        return frame
+    return frame.with_columns(pl.col("source_path").replace(names))
+
+
+def run_shard(
+    shard: Shard, out: str, rules_dirs: Sequence[str], settings: Settings | None
+) -> ShardDone:
+    """Ingest, redact, enrich and check one shard; its tables go to `out` as Parquet."""
+    with tempfile.TemporaryDirectory(prefix="forensics-shard-") as tmp:
+        remote = [f for f in shard.files if is_url(f)]
+        fetched = _fetch(remote, Path(tmp)) if remote else {}
+        by_url = {url: local for local, url in fetched.items()}
+        local_files = [by_url.get(f, f) for f in shard.files]
+        result = pipeline.scan(local_files, rules_dirs=rules_dirs, settings=settings)
+        names = {redact_name(clean_text(k)): v for k, v in fetched.items()}
+        frames = {
+            "turns": result.turns,
+            "trajectories": result.trajectories,
+            "findings": result.findings,
+            "rejects": result.rejects,
+        }
+        fs, base = _filesystem(out)
+        for name, frame in frames.items():
+            _write(_renamed(frame, names), name, shard.index, fs, base)
+        reports = [replace(r, path=names.get(r.path, r.path)) for r in result.files]
+        not_checked = {names.get(k, k): v for k, v in result.not_checked.items()}
+        sidecar_dirs = {
+            _folder(f)
+            for f, r in zip(shard.files, _reports_of(local_files, result.files), strict=True)
+            if r is not None and r.format == sidecars.FORMAT
+        }
+        runs = set(result.trajectories["run_id"].to_list())
+        dirs = {_folder(f) for f in shard.files}
+        return ShardDone(shard.index, reports, not_checked, runs, sidecar_dirs, dirs)
+
+
+def _folder(name: str) -> str:
+    return name.rsplit("/", 1)[0] if is_url(name) else os.path.dirname(os.path.realpath(name))
+
+
+def _reports_of(
+    paths: list[str], reports: list[ingest.FileReport]
+) -> list[ingest.FileReport | None]:
+    by_name = {r.path: r for r in reports}
+    return [by_name.get(redact_name(clean_text(str(Path(p))))) for p in paths]
+
+
+def _write(frame: pl.DataFrame, name: str, index: int, fs: pafs.FileSystem, base: str) -> None:
+    table = frame.with_row_index(_ORDER).with_columns(pl.col(_ORDER).cast(pl.Int64)).to_arrow()
+    where = f"{base.rstrip('/')}/{name}"
+    template = f"shard-{index:05d}-{{i}}.parquet"
+    if name == "rejects" or table.num_rows == 0:
+        fs.create_dir(where, recursive=True)
+        ds.write_dataset(
+            table,
+            where,
+            format="parquet",
+            filesystem=fs,
+            basename_template=template,
+            existing_data_behavior="overwrite_or_ignore",
+        )
+        return
+    runs = [_run_key(r) for r in table.column("run_id").to_pylist()]
+    table = table.append_column("run", pa.array(runs, pa.string()))
+    ds.write_dataset(
+        table,
+        where,
+        format="parquet",
+        filesystem=fs,
+        partitioning=ds.partitioning(pa.schema([("run", pa.string())]), flavor="hive"),
+        basename_template=template,
+        existing_data_behavior="overwrite_or_ignore",
+    )
+
+
+# --- the driver ---------------------------------------------------------------------------------
+
+
+def _expand(
+    names: list[str], exclude: list[Path], settings: Settings
+) -> tuple[list[str], ingest_files.Expansion]:
+    """The files of a scan, in its order: local paths expanded as ingest does, URLs listed."""
+    local = [n for n in names if not is_url(n)]
+    expansion = ingest_files.expand(local, exclude) if local else ingest_files.Expansion()
+    if settings.ignore_paths:
+        ignored = {p for p in expansion.files if settings.ignores(p)}
+        expansion.skipped += [(str(p), "ignore-paths") for p in sorted(ignored)]
+        expansion.files = [p for p in expansion.files if p not in ignored]
+    out = [str(p) for p in expansion.files]
+    for url in (n for n in names if is_url(n)):
+        out += _list_objects(url)
+    return out, expansion
+
+
+def _list_objects(url: str) -> list[str]:
+    fs, path = _filesystem(url)
+    scheme = url.split("://", 1)[0]
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise ingest_files.InputError(f"{url}: no such file or directory")
+    if info.type == pafs.FileType.File:
+        return [url]
+    selector = pafs.FileSelector(path, recursive=True)
+    found = [
+        f"{scheme}://{i.path}"
+        for i in fs.get_file_info(selector)
+        if i.type == pafs.FileType.File and not any(p.startswith(".") for p in i.path.split("/"))
+    ]
+    return sorted(found)
+
+
+def _size(name: str) -> int:
+    if is_url(name):
+        fs, path = _filesystem(name)
+        return fs.get_file_info(path).size or 0
+    try:
+        return os.stat(name).st_size
+    except OSError:
+        return 0
+
+
+def plan(names: list[str], shards: int) -> list[Shard]:
+    """Contiguous ranges of the file list, of about equal bytes."""
+    if not names:
+        return []
+    sizes = [max(_size(n), 1) for n in names]
+    target = sum(sizes) / max(1, min(shards, len(names)))
+    out: list[Shard] = []
+    current: list[str] = []
+    filled = 0
+    for name, size in zip(names, sizes, strict=True):
+        if current and filled + size / 2 > target * (len(out) + 1):
+            out.append(Shard(len(out), current))
+            current = []
+        current.append(name)
+        filled += size
+    out.append(Shard(len(out), current))
+    return out
+
+
+def _conflicts(done: list[ShardDone]) -> tuple[int, int] | None:
+    """The first range of shards that must be read together, or None."""
+    seen: dict[str, int] = {}
+    for d in done:
+        for run in d.runs:
+            if run in seen and seen[run] != d.index:
+                return seen[run], d.index
+            seen[run] = d.index
+    for d in done:
+        for folder in d.sidecar_dirs:
+            for other in done:
+                if other.index != d.index and any(
+                    x == folder or x.startswith(folder.rstrip("/") + "/") for x in other.dirs
+                ):
+                    return min(d.index, other.index), max(d.index, other.index)
+    return None
+
+
+Runner = Callable[[list[Shard], str, Sequence[str], Settings | None], list[ShardDone]]
+
+
+def processes(workers: int) -> Runner:
+    """Shards on local processes (spawned: the parent's polars and DuckDB threads do not
+    survive a fork)."""
+
+    def run(
+        shards: list[Shard], out: str, rules_dirs: Sequence[str], settings: Settings | None
+    ) -> list[ShardDone]:
+        if workers <= 1 or len(shards) <= 1:
+            return [run_shard(s, out, rules_dirs, settings) for s in shards]
+        with ProcessPoolExecutor(min(workers, len(shards)), mp_context=get_context("spawn")) as ex:
+            futures = [ex.submit(run_shard, s, out, rules_dirs, settings) for s in shards]
+            return [f.result() for f in futures]
+
+    return run
+
+
+def ray_runner(address: str | None = None) -> Runner:
+    """Shards as Ray tasks, on the cluster at `address` ("auto": the one this machine belongs
+    to; None: a local instance started for this scan)."""
+    import ray
+
+    def run(
+        shards: list[Shard], out: str, rules_dirs: Sequence[str], settings: Settings | None
+    ) -> list[ShardDone]:
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        task = ray.remote(run_shard)
+        return list(ray.get([task.remote(s, out, rules_dirs, settings) for s in shards]))
+
+    return run
+
+
+def scan(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    runner: Runner,
+    shards: int,
+    shard_dir: str | None = None,
+    rules_dirs: Sequence[str | os.PathLike[str]] | None = None,
+    settings: Settings | None = None,
+    exclude: Sequence[str | os.PathLike[str]] | None = None,
+) -> pipeline.Scan:
+    """pipeline.scan, spread: the same result, computed shard by shard by `runner`."""
+    settings = settings or Settings()
+    rules = settings.apply(engine.load_rules([Path(d) for d in rules_dirs or []]))
+    names = (
+        [os.fspath(paths)] if isinstance(paths, str | os.PathLike) else list(map(os.fspath, paths))
+    )
+    listed, expansion = _expand(names, [Path(p) for p in exclude or []], settings)
+    if settings.ignore_paths and not listed and expansion.skipped:
+        raise ingest_files.InputError(
+            f"every input file is excluded by ignore-paths ({settings.where()})"
+        )
+    rule_dirs = [os.fspath(d) for d in rules_dirs or []]
+    work = plan(listed, shards)
+    keep = shard_dir is not None
+    out = shard_dir or tempfile.mkdtemp(prefix="forensics-shards-")
+    try:
+        done = sorted(runner(work, out, rule_dirs, settings), key=lambda d: d.index)
+        while (clash := _conflicts(done)) is not None:
+            first, last = clash
+            merged = Shard(first, [f for s in work[first : last + 1] for f in s.files])
+            _remove_shards(out, range(first, last + 1))
+            work = [*work[:first], merged, *work[last + 1 :]]
+            (again,) = runner([merged], out, rule_dirs, settings)
+            done = [*done[:first], again, *done[last + 1 :]]
+            for i, (s, d) in enumerate(zip(work, done, strict=True)):
+                s.index = d.index = i  # positions after the merge; files keep their names
+        return _merge(done, out, expansion, rules)
+    finally:
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def _remove_shards(out: str, indexes: range) -> None:
+    fs, base = _filesystem(out)
+    wanted = {f"shard-{i:05d}-" for i in indexes}
+    for table in TABLES:
+        root = f"{base.rstrip('/')}/{table}"
+        if fs.get_file_info(root).type == pafs.FileType.NotFound:
+            continue
+        for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+            if info.type == pafs.FileType.File and info.base_name[:12] in wanted:
+                fs.delete_file(info.path)
+
+
+def _read(out: str, table: str) -> pa.Table | None:
+    """One table of every shard, in scan order (DuckDB over the Parquet files)."""
+    fs, base = _filesystem(out)
+    root = f"{base.rstrip('/')}/{table}"
+    files = [
+        i
+        for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))
+        if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
+    ]
+    parts = []
+    for info in files:
+        shard = int(info.base_name.split("-")[1])
+        data = ds.dataset(info.path, filesystem=fs, format="parquet").to_table()
+        parts.append(data.append_column("_shard", pa.array([shard] * data.num_rows, pa.int64())))
+    if not parts:
+        return None
+    con = duckdb.connect()
+    try:
+        con.register("parts", pa.concat_tables(parts, promote_options="permissive"))
+        return con.sql(
+            f"select * exclude (_shard, {_ORDER}) from parts order by _shard, {_ORDER}"
+        ).to_arrow_table()
+    finally:
+        con.close()
+
+
+def _frame(table: pa.Table | None, like: pl.DataFrame) -> pl.DataFrame:
+    if table is None:
+        return like.clear()
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.select(like.columns).cast(like.schema)  # type: ignore[arg-type]
+
+
+def _merge(
+    done: list[ShardDone],
+    out: str,
+    expansion: ingest_files.Expansion,
+    rules: list[engine.Rule],
+) -> pipeline.Scan:
+    shapes = _shapes()
+    front = Collector()  # entries the walk could not read come first, as in one process
+    reports: list[ingest.FileReport] = []
+    for path, reason in expansion.rejected:
+        front.reject(path, None, reason)
+        reports.append(ingest.FileReport(clean_text(path), None, reason, 0))
+    _, _, front_rejects = front.tables()
+    front_rejects = pipeline.redacted(
+        ingest.Ingested(shapes["raw_turns"], shapes["raw_trajectories"], front_rejects, [], [])
+    ).rejects
+    tables = {t: _frame(_read(out, t), shapes[t]) for t in TABLES}
+    rejects = pl.concat([_frame(front_rejects, shapes["rejects"]), tables["rejects"]])
+    reports = [
+        replace(r, path=redact_name(r.path), reason=redact_text(r.reason) or r.reason)
+        for r in reports
+    ]
+    for d in done:
+        reports.extend(d.files)
+    reports.sort(key=lambda r: r.path)
+    not_checked: dict[str, dict[str, list[str]]] = {}
+    for d in done:
+        not_checked.update(d.not_checked)
+    not_checked = dict(sorted(not_checked.items()))
+    findings = tables["findings"].sort(
+        ["source_path", "source_line", "rule", "turn_index"], nulls_last=True
+    )
+    diagnosis = diagnose.diagnose(
+        findings, tables["turns"], tables["trajectories"], rules, engine.default_rules_dir()
+    )
+    skipped = [(redact_name(clean_text(p)), redact_text(r) or r) for p, r in expansion.skipped]
+    return pipeline.Scan(
+        turns=tables["turns"],
+        trajectories=tables["trajectories"],
+        findings=findings,
+        rejects=rejects,
+        files=reports,
+        skipped=skipped,
+        rules=rules,
+        not_checked=not_checked,
+        diagnosis=diagnosis,
+    )
+
+
+def _shapes() -> dict[str, Any]:
+    """Empty tables of every shape a merge produces, for dtypes and for scans with no rows."""
+    raw_turns = pa.Table.from_pylist([], schema=schema.RAW_TURNS)
+    raw_trajectories = pa.Table.from_pylist([], schema=schema.TRAJECTORIES)
+    return {
+        "raw_turns": raw_turns,
+        "raw_trajectories": raw_trajectories,
+        "turns": enrich.enrich(raw_turns),
+        "trajectories": pl.from_arrow(raw_trajectories),
+        "findings": pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS)),
+        "rejects": pl.from_arrow(pa.Table.from_pylist([], schema=schema.REJECTS)),
+    }
