@@ -11,9 +11,10 @@ What keeps them equal: linking happens inside a file, so a file's conversations 
 whole in its shard; trajectory ids, trial numbers and rule findings depend only on the run they
 belong to, so a run must sit in one shard. A task reports the runs it read and the directories
 of the run-metadata sidecars it met; where a run spans two shards, or a sidecar's directory
-holds files of another shard, the driver merges those shards (the whole range between them)
-and runs the merged shard again. Bytes ranges of one large JSONL file are not split: a single
-file is one task.
+holds files of another shard, or two shards hold the same episode (a console log and its
+results file or capture, which one process fuses into one trajectory: `ingest.fusion`), the
+driver merges those shards (the whole range between them) and runs the merged shard again.
+Byte ranges of one large JSONL file are not split: a single file is one task.
 
 Inputs and the shard directory may be local paths or object-store URLs (`s3://`, `gs://`, …,
 through pyarrow.fs): a task copies the objects of its shard to a local temporary directory,
@@ -43,7 +44,7 @@ import pyarrow.fs as pafs
 from forensics import diagnose, engine, enrich, ingest, pipeline, schema
 from forensics.config import Settings
 from forensics.ingest import files as ingest_files
-from forensics.ingest import sidecars
+from forensics.ingest import fusion, sidecars
 from forensics.ingest.records import Collector
 from forensics.ingest.rows import clean_text
 from forensics.redact import redact_name, redact_text
@@ -71,6 +72,8 @@ class ShardDone:
     runs: set[str]
     sidecar_dirs: set[str]  # resolved directories of the run-metadata sidecars read
     dirs: set[str]  # resolved directories of the shard's files
+    # fusion.signature of the shard's trajectories: what episode matching needs
+    fusion: tuple[pl.DataFrame, pl.DataFrame] | None = None
 
 
 # --- the task -----------------------------------------------------------------------------------
@@ -103,9 +106,18 @@ def _fetch(urls: list[str], into: Path) -> dict[str, str]:
 
 
 def _renamed(frame: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
-    if not names or "source_path" not in frame.columns:
+    """Local copies of fetched objects named by their URLs, wherever a table names a file."""
+    if not names:
         return frame
-    return frame.with_columns(pl.col("source_path").replace(names))
+    if "source_path" in frame.columns:
+        frame = frame.with_columns(pl.col("source_path").replace(names))
+    if "sources" in frame.columns:
+        frame = frame.with_columns(pl.col("sources").list.eval(pl.element().replace(names)))
+    if "fused_from" in frame.columns:  # path:line
+        path = pl.col("fused_from").str.replace(r":\d+$", "")
+        line = pl.col("fused_from").str.extract(r"(:\d+)$")
+        frame = frame.with_columns(fused_from=path.replace(names) + line)
+    return frame
 
 
 def run_shard(
@@ -137,7 +149,12 @@ def run_shard(
         }
         runs = set(result.trajectories["run_id"].to_list())
         dirs = {_folder(f) for f in shard.files}
-        return ShardDone(shard.index, reports, not_checked, runs, sidecar_dirs, dirs)
+        signature = (
+            fusion.signature(result.turns, result.trajectories)
+            if settings is None or settings.fuse
+            else None
+        )
+        return ShardDone(shard.index, reports, not_checked, runs, sidecar_dirs, dirs, signature)
 
 
 def _folder(name: str) -> str:
@@ -245,20 +262,36 @@ def plan(names: list[str], shards: int) -> list[Shard]:
 
 
 def _conflicts(done: list[ShardDone]) -> tuple[int, int] | None:
-    """The first range of shards that must be read together, or None."""
+    """The first range of shards (positions in done) that must be read together, or None."""
     seen: dict[str, int] = {}
-    for d in done:
+    for at, d in enumerate(done):
         for run in d.runs:
-            if run in seen and seen[run] != d.index:
-                return seen[run], d.index
-            seen[run] = d.index
-    for d in done:
+            if run in seen and seen[run] != at:
+                return seen[run], at
+            seen[run] = at
+    for at, d in enumerate(done):
         for folder in d.sidecar_dirs:
-            for other in done:
-                if other.index != d.index and any(
+            for other_at, other in enumerate(done):
+                if other_at != at and any(
                     x == folder or x.startswith(folder.rstrip("/") + "/") for x in other.dirs
                 ):
-                    return min(d.index, other.index), max(d.index, other.index)
+                    return min(at, other_at), max(at, other_at)
+    return _fusion_conflict(done)
+
+
+def _fusion_conflict(done: list[ShardDone]) -> tuple[int, int] | None:
+    """Shards holding the same episode (a console log in one, its results file or capture in
+    another): one process would have fused them (ingest.fusion), so they are read together."""
+    signed = [(at, d.fusion) for at, d in enumerate(done) if d.fusion and d.fusion[1].height]
+    if len(signed) < 2:
+        return None
+    shard_of = {t: at for at, (_, trajs) in signed for t in trajs["trajectory_id"].to_list()}
+    fps = pl.concat([fps for _, (fps, _) in signed])
+    trajs = pl.concat([trajs for _, (_, trajs) in signed])
+    for members in fusion.groups(fps, trajs).values():
+        indexes = {shard_of[t] for t in members}
+        if len(indexes) > 1:
+            return min(indexes), max(indexes)
     return None
 
 
@@ -324,22 +357,22 @@ def scan(
     out = shard_dir or tempfile.mkdtemp(prefix="forensics-shards-")
     try:
         done = sorted(runner(work, out, rule_dirs, settings), key=lambda d: d.index)
+        # Positions in `work` and `done`, not shard indexes: a merged shard keeps the index
+        # (file names) of its first part, so the shards' files still sort in scan order.
         while (clash := _conflicts(done)) is not None:
             first, last = clash
-            merged = Shard(first, [f for s in work[first : last + 1] for f in s.files])
-            _remove_shards(out, range(first, last + 1))
+            merged = Shard(work[first].index, [f for s in work[first : last + 1] for f in s.files])
+            _remove_shards(out, [s.index for s in work[first : last + 1]])
             work = [*work[:first], merged, *work[last + 1 :]]
             (again,) = runner([merged], out, rule_dirs, settings)
             done = [*done[:first], again, *done[last + 1 :]]
-            for i, (s, d) in enumerate(zip(work, done, strict=True)):
-                s.index = d.index = i  # positions after the merge; files keep their names
         return _merge(done, out, expansion, rules)
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
 
 
-def _remove_shards(out: str, indexes: range) -> None:
+def _remove_shards(out: str, indexes: Sequence[int]) -> None:
     fs, base = _filesystem(out)
     wanted = {f"shard-{i:05d}-" for i in indexes}
     for table in TABLES:

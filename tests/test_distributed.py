@@ -50,6 +50,8 @@ def test_workers_give_the_one_process_outputs(tmp_path):
 
 @pytest.mark.parametrize("shards", [3, 7, 40])
 def test_any_cut_of_the_file_list_reads_the_same(shards, tmp_path):
+    # sample_logs' log, results files and capture (and fixtures copied from one another) hold
+    # the same episodes: shards that split them are read again together, as fusion needs.
     paths = [str(p) for p in MIXED]
     expected = jsonout.render(pipeline.scan(paths).report())
     calls: list[int] = []
@@ -94,7 +96,9 @@ def test_a_sidecar_labels_its_directory_across_shards(tmp_path):
 
 def test_shards_are_parquet_partitioned_by_run(tmp_path):
     shards = tmp_path / "shards"
-    paths = [str(DATA / "realdata"), str(SAMPLES)]
+    # Two folders that share no episode (sample_logs would: its control is a realdata record,
+    # so fusion reads them in one shard).
+    paths = [str(DATA / "realdata"), str(DATA / "capture")]
     got = distributed.scan(paths, runner=distributed.processes(1), shards=2, shard_dir=str(shards))
     runs = sorted(p.name for p in (shards / "turns").iterdir())
     assert len(runs) == got.trajectories["run_id"].n_unique()

@@ -76,7 +76,7 @@ def fuse(turns: pa.Table, trajectories: pa.Table) -> Fused:
     episodes = trajs.filter(pl.col("task_id").is_not_null())
     if trajs["source_path"].n_unique() < 2 or episodes.is_empty():
         return Fused(turns, _with_sources(trajectories))  # nothing two files could share
-    members = _groups(pl.from_arrow(turns), trajs)
+    members = groups(*signature(pl.from_arrow(turns), trajs))
     if not members:
         return Fused(turns, _with_sources(trajectories))
     return _merge(turns, trajectories, trajs, members)
@@ -113,9 +113,19 @@ def _fingerprints(turns: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _groups(turns: pl.DataFrame, trajs: pl.DataFrame) -> dict[str, list[str]]:
+_INFO = ("trajectory_id", "source_path", "source_format", "task_id", "trial", "turn_count")
+
+
+def signature(turns: pl.DataFrame, trajs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What matching needs of a scan: (trajectory_id, fp) pairs and each trajectory's
+    identity. Small next to the turns; a sharded scan's driver unites those of its shards to
+    find episodes that two shards would each have counted (forensics.distributed)."""
+    fps = _fingerprints(turns).select("trajectory_id", "fp").unique(maintain_order=True)
+    return fps, trajs.select(_INFO)
+
+
+def groups(fps: pl.DataFrame, trajs: pl.DataFrame) -> dict[str, list[str]]:
     """canonical trajectory_id -> the trajectory ids fused into it (itself first)."""
-    fps = _fingerprints(turns).select("trajectory_id", "fp").unique()
     common = fps.group_by("fp").len().filter(pl.col("len") > _COMMON).select("fp")
     fps = fps.join(common, on="fp", how="anti")
     info = trajs.select(
