@@ -104,6 +104,28 @@ def _evidence(
 # unrelated experiments must not share one mean reward.
 UNKNOWN_MODEL = "model unknown (run {run})"
 
+# What a person reading one episode sees of each turn: the report's explorer and `forensics
+# show` (show.py) lay out these columns.
+TURN_VIEW = [
+    "turn_index",
+    "role",
+    "actor",
+    "content",
+    "reasoning",
+    "tool_calls",
+    "finish_reason",
+    "finish_reason_raw",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "max_output_tokens",
+    "model",
+    "http_status",
+    "error",
+    "source_path",
+    "source_line",
+]
+
 
 def _group_columns() -> list[pl.Expr]:
     """The variant/model row a trajectory belongs to (see UNKNOWN_MODEL)."""
@@ -305,26 +327,7 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
     arg_limit = min(ARG_CHARS, 4 * limit)
     turns = result.turns.sort(["trajectory_id", "turn_index"])
     by_traj: dict[str, list[dict[str, Any]]] = {}
-    for u in turns.select(
-        "trajectory_id",
-        "turn_index",
-        "role",
-        "actor",
-        "content",
-        "reasoning",
-        "tool_calls",
-        "finish_reason",
-        "finish_reason_raw",
-        "input_tokens",
-        "output_tokens",
-        "reasoning_tokens",
-        "max_output_tokens",
-        "model",
-        "http_status",
-        "error",
-        "source_path",
-        "source_line",
-    ).iter_rows(named=True):
+    for u in turns.select("trajectory_id", *TURN_VIEW).iter_rows(named=True):
         f = marks.get((u["trajectory_id"], u["turn_index"]), [])
         row: dict[str, Any] = {
             "i": u["turn_index"],

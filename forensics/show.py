@@ -14,25 +14,9 @@ from typing import Any
 
 import polars as pl
 
-TURN_COLUMNS = [
-    "turn_index",
-    "role",
-    "actor",
-    "content",
-    "reasoning",
-    "tool_calls",
-    "finish_reason",
-    "finish_reason_raw",
-    "input_tokens",
-    "output_tokens",
-    "reasoning_tokens",
-    "max_output_tokens",
-    "model",
-    "http_status",
-    "error",
-    "source_path",
-    "source_line",
-]
+from forensics.report import TURN_VIEW
+
+TURN_COLUMNS = TURN_VIEW
 EPISODE_COLUMNS = [
     "trajectory_id",
     "run_id",

@@ -115,7 +115,7 @@ def _usage(usage: Any) -> dict[str, Any]:
     }
 
 
-def _first_choice(choices: Any) -> Mapping[str, Any]:
+def first_choice(choices: Any) -> Mapping[str, Any]:
     """Choice 0: agents ask for one; with n > 1 the others are samples, not the conversation."""
     if not isinstance(choices, list):
         return {}
@@ -134,6 +134,17 @@ def is_response(body: Any) -> bool:
     return isinstance(body.get("choices"), list)
 
 
+# What a Chat Completions response says about its call, for readers of agent logs that keep
+# the raw response beside their own record of the message (OpenHands, mini-swe-agent).
+CALL_COLUMNS = ("model", "input_tokens", "output_tokens", "reasoning_tokens", "finish_reason_raw")
+
+
+def call_columns(body: Mapping[str, Any]) -> dict[str, Any]:
+    """CALL_COLUMNS of a response body, those it has."""
+    fields = response_turn(body)[1]
+    return {k: fields[k] for k in CALL_COLUMNS if fields.get(k) is not None}
+
+
 def response_turn(body: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(assistant message, turn columns) of a response body; no message for an error body."""
     fields: dict[str, Any] = {}
@@ -145,7 +156,7 @@ def response_turn(body: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[
         errors.append(error)
     if body.get("object") == "error":  # vLLM's error body
         errors.append(error_text(body) or "error")
-    choice = _first_choice(body.get("choices"))
+    choice = first_choice(body.get("choices"))
     out: dict[str, Any] | None = None
     if choice:
         raw = as_dict(choice.get("message") or choice.get("delta") or choice)

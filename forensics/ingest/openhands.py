@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import files, jsonhead, jsonwalk
+from forensics.ingest import files, jsonhead, jsonwalk, openai_chat
 from forensics.ingest.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
 
@@ -125,25 +125,7 @@ def _completion(log_data: Any) -> tuple[str | None, dict[str, Any]]:
         return None, {}
     response = as_dict(as_dict(data).get("response"))
     response_id = response.get("id") if isinstance(response.get("id"), str) else None
-    return response_id, _response_fields(response)
-
-
-def _response_fields(response: dict[str, Any]) -> dict[str, Any]:
-    choices = response.get("choices")
-    choice = as_dict(choices[0]) if isinstance(choices, list) and choices else {}
-    usage = as_dict(response.get("usage"))
-    details = as_dict(usage.get("completion_tokens_details"))
-    fields: dict[str, Any] = {
-        "finish_reason_raw": choice.get("finish_reason")
-        if isinstance(choice.get("finish_reason"), str)
-        else None,
-        "input_tokens": as_int(usage.get("prompt_tokens")),
-        "output_tokens": as_int(usage.get("completion_tokens")),
-        "reasoning_tokens": as_int(details.get("reasoning_tokens")),
-    }
-    if isinstance(response.get("model"), str):
-        fields["model"] = response["model"]
-    return {k: v for k, v in fields.items() if v is not None}
+    return response_id, openai_chat.call_columns(response)
 
 
 def _event_files(events_dir: Path) -> list[Path]:
@@ -487,7 +469,7 @@ class _Legacy:
             "model": ep.run.agent_model,
             "max_output_tokens": self.cap,
         }
-        fields |= _response_fields(response)
+        fields |= openai_chat.call_columns(response)
         ep.add(line, {"role": "assistant", "content": content}, **fields)
         if isinstance(response_id, str):
             self.response_turn[response_id] = len(ep.messages) - 1

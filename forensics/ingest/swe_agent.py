@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import files, jsonhead, jsonwalk, walkers
+from forensics.ingest import files, jsonhead, jsonwalk, openai_chat, walkers
 from forensics.ingest.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import (
     Collector,
@@ -223,24 +223,11 @@ _MINI_ACTORS = {"assistant": "agent", "tool": "env", "system": "system", "user":
 
 def _response_fields(extra: dict[str, Any], cap: int | None) -> dict[str, Any]:
     response = as_dict(extra.get("response"))
-    choices = response.get("choices")
-    choice = as_dict(choices[0]) if isinstance(choices, list) and choices else {}
-    usage = as_dict(response.get("usage"))
-    details = as_dict(usage.get("completion_tokens_details"))
-    fields: dict[str, Any] = {
-        "finish_reason_raw": choice.get("finish_reason")
-        if isinstance(choice.get("finish_reason"), str)
-        else None,
-        "input_tokens": as_int(usage.get("prompt_tokens")),
-        "output_tokens": as_int(usage.get("completion_tokens")),
-        "reasoning_tokens": as_int(details.get("reasoning_tokens")),
-        "max_output_tokens": cap,
-    }
-    if isinstance(response.get("model"), str):
-        fields["model"] = response["model"]
+    fields: dict[str, Any] = {**openai_chat.call_columns(response), "max_output_tokens": cap}
     cost = extra.get("cost")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         fields["cost_usd"] = float(cost)
+    choice = openai_chat.first_choice(response.get("choices"))
     reasoning = as_dict(choice.get("message")).get("reasoning_content")
     if isinstance(reasoning, str):
         fields["reasoning"] = reasoning
