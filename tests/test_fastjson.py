@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from forensics.render import fastjson, jsonout
@@ -59,7 +59,11 @@ def _records(inner: st.SearchStrategy) -> st.SearchStrategy:
     """Lists of dicts that often share keys: the shape the templated path writes."""
     record = st.fixed_dictionaries(
         {"id": LEAVES, "source": st.fixed_dictionaries({"path": LEAVES, "line": LEAVES})},
-        optional={"extra": inner, "evidence": LEAVES},
+        optional={
+            "extra": inner,
+            "evidence": LEAVES,
+            "data": st.dictionaries(st.sampled_from(["n", "m"]), LEAVES, min_size=1, max_size=2),
+        },
     )
     return st.lists(record | inner, max_size=6)
 
@@ -86,6 +90,19 @@ def test_fast_writer_equals_json_dumps(value):
     assert _outcome(fastjson.dumps, value) == _outcome(_reference, value)
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_records(VALUES))
+@example([{"id": 1, "data": {"n": 1}}, {"id": 2, "data": {"m": 1}}])  # nested keys differ
+@example([{"id": 1, "data": {"n": 1}}, {"id": 2, "data": {"n": 1, "m": 2}}])
+@example([{"id": 1, "data": {"n": 1}}, {"id": 2, "data": {}}])
+@example([{"id": 1, "data": {"n": [1]}}, {"id": 2, "data": {"n": 1}}])
+@example([{"id": 1, "data": {"n": 1}}, {"id": 2, "data": ["n"]}])
+@example([{"s": {"p": "x", "l": 1}, "m": [1, {"a": None}]}] * 3)
+def test_lists_of_records_equal_json_dumps(rows):
+    """Same keys, nested dicts of scalars whose keys differ or agree, any other value."""
+    assert _outcome(fastjson.dumps, {"findings": rows}) == _outcome(_reference, {"findings": rows})
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(LEAVES, min_size=1, max_size=8), st.integers(1, 1200))
 def test_long_runs_of_records_equal_json_dumps(values, n):
@@ -104,6 +121,11 @@ def test_unencodable_values_raise_like_json():
         assert _outcome(fastjson.dumps, bad)[0] == "TypeError" == _outcome(_reference, bad)[0]
     for bad in ([math.nan], {"x": [{"a": math.inf}]}, {math.nan: 1}):
         assert _outcome(fastjson.dumps, bad)[0] == "ValueError" == _outcome(_reference, bad)[0]
+    # records are written column by column: the error is still the first in document order
+    first_nan = [{"a": math.nan, "b": [1]}, {"a": 1, "b": [object()]}]
+    first_object = [{"a": 1, "b": [object()]}, {"a": math.nan, "b": [1]}]
+    assert _outcome(fastjson.dumps, first_nan)[0] == "ValueError"
+    assert _outcome(fastjson.dumps, first_object)[0] == "TypeError"
 
 
 def _old_render(model: dict[str, Any]) -> str:

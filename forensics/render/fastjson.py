@@ -5,9 +5,9 @@ scalar is yielded up through one generator per nesting level. A scan's result is
 long lists of records of one shape (findings, trajectories, evidence) and lists of ids, so:
 - a container whose items are all plain scalars is encoded in one call of the C encoder,
   its item separator carrying the newline and indentation of its depth;
-- a run of records with the same keys (scalars, or dicts of scalars) is written from one
-  template: the text between scalars is fixed by the keys and the depth, and every scalar of
-  the run is encoded in a single C call, the items split on a raw "\\0" (the C encoder
+- a run of records with the same keys is written from one template: the text between
+  values is fixed by the keys and the depth, and a column of scalars (or of a nested dict's
+  scalars) is encoded in a single C call, the items split on a raw "\\0" (the C encoder
   escapes every control character, so a raw one never occurs in its output);
 - anything else is walked in Python, in json's own order of type checks.
 Errors are json's: ValueError for a non-finite float, TypeError for what json can not encode.
@@ -151,7 +151,11 @@ def _records(items: list | tuple, depth: int, out: list[str]) -> None:
         while j < n and j - i < _CHUNK and type(items[j]) is dict and tuple(items[j]) == keys:
             j += 1
         run = items[i:j]
-        if not _templated(run, keys, depth, out):
+        try:
+            done = _templated(run, keys, depth, out)
+        except (ValueError, TypeError):
+            done = False  # written again in document order: json's error comes first
+        if not done:
             for k, r in enumerate(run):
                 if k:
                     out.append(sep)
@@ -160,14 +164,15 @@ def _records(items: list | tuple, depth: int, out: list[str]) -> None:
 
 
 def _templated(run: list | tuple, keys: tuple, depth: int, out: list[str]) -> bool:
-    """Write run (dicts with these keys) from one template; False (nothing written) when a
-    value is not a scalar or a non-empty dict of scalars shared by the whole run."""
+    """Write run (dicts with these keys) from one template, column by column: a column of
+    scalars in one C call, a column of dicts of scalars with the same keys as one column per
+    key, any other column value by value; False (nothing written) for keys that are not str."""
     if not {*map(type, keys)} <= _STR:
         return False
     inner = "\n" + _INDENT * (depth + 1)
     deeper = inner + _INDENT
-    pieces: list[str] = []  # piece k goes before scalar k; the last closes the record
-    columns: list[list[Any]] = []
+    pieces: list[str] = []  # piece k goes before slot k; the last closes the record
+    columns: list[list[str]] = []  # per slot, the JSON text of each record's value
     text = "{"
     for position, key in enumerate(keys):
         text += ("," if position else "") + inner + encode_basestring(key) + ": "
@@ -176,31 +181,41 @@ def _templated(run: list | tuple, keys: tuple, depth: int, out: list[str]) -> bo
         if kinds <= _SCALARS:
             pieces.append(text)
             text = ""
-            columns.append(column)
+            columns.append(_scalar_texts(column))
             continue
-        if kinds != {dict} or not column[0]:
-            return False
-        sub = tuple(column[0])
-        if not {*map(type, sub)} <= _STR or any(tuple(d) != sub for d in column):
-            return False
-        text += "{"
-        for k, subkey in enumerate(sub):
-            inside = list(map(itemgetter(subkey), column))
-            if not {*map(type, inside)} <= _SCALARS:
-                return False
-            pieces.append(text + ("," if k else "") + deeper + encode_basestring(subkey) + ": ")
-            text = ""
-            columns.append(inside)
-        text = inner + "}"
+        sub = tuple(column[0]) if kinds == {dict} else ()
+        same = bool(sub) and {*map(type, sub)} <= _STR and all(tuple(d) == sub for d in column)
+        inside = [list(map(itemgetter(k), column)) for k in sub] if same else []
+        if same and all({*map(type, values)} <= _SCALARS for values in inside):
+            text += "{"
+            for k, subkey in enumerate(sub):
+                pieces.append(text + ("," if k else "") + deeper + encode_basestring(subkey) + ": ")
+                text = ""
+                columns.append(_scalar_texts(inside[k]))
+            text = inner + "}"
+            continue
+        pieces.append(text)
+        text = ""
+        columns.append([_text(v, depth + 1) for v in column])
     pieces.append(text + "\n" + _INDENT * depth + "}")
-    values = list(chain.from_iterable(zip(*columns, strict=True)))
-    texts = _c_text(values, _SPLIT)[1:-1].split(_SPLIT)
-    # between two scalars: a piece; between records: the closing, the separator, the opening
+    texts = chain.from_iterable(zip(*columns, strict=True))
+    # between two slots: a piece; between records: the closing, the separator, the opening
     glue = [*pieces[1:-1], pieces[-1] + ",\n" + _INDENT * depth + pieces[0]] * len(run)
     glue[-1] = pieces[-1]
     out.append(pieces[0])
     out.append("".join(map(str.__add__, texts, glue)))
     return True
+
+
+def _scalar_texts(column: list[Any]) -> list[str]:
+    """The JSON text of each scalar, from one C call."""
+    return _c_text(column, _SPLIT)[1:-1].split(_SPLIT)
+
+
+def _text(value: Any, depth: int) -> str:
+    out: list[str] = []
+    _encode(value, depth, out)
+    return "".join(out)
 
 
 def dumps(value: Any) -> str:
