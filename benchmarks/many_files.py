@@ -9,7 +9,8 @@ read the same records. Each scan is a whole process (`forensics scan DIR --no-re
 OUT`, measured from outside with /usr/bin/time); per-file overhead = (CPU_N - CPU_1) / N,
 median of the rounds. With --base, the same runs for another source tree too, interleaved,
 and the --json outputs of the two trees compared byte for byte. A tiny single file (one unit)
-gives the fixed cost of a scan.
+gives the fixed cost of a scan; N run directories, each a capture and its run-metadata
+sidecar, the cost of labelling runs (no per-file figure: the content differs).
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ def _inputs(root: Path, n: int) -> tuple[Path, Path]:
     return many, one
 
 
+def _runs_with_sidecars(root: Path, n: int) -> Path:
+    """root/sidecars-N: N run directories, each a capture and a run-metadata sidecar."""
+    top = root / f"sidecars-{n}"
+    for i in range(n):
+        run = top / f"run{i:05d}"
+        run.mkdir(parents=True)
+        shutil.copy(UNITS[0], run / UNITS[0].name)
+        (run / "variant_summary.json").write_text(
+            f'{{"variant": "v{i % 3}", "status": "completed"}}\n', encoding="utf-8"
+        )
+    return top
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--counts", type=int, nargs="+", default=[500, 2000])
@@ -66,6 +80,8 @@ def main() -> None:
         for n in args.counts:
             many, one = _inputs(root, n)
             cases += [(f"{n} files", many, n), (f"{n} as {len(UNITS)} files", one, None)]
+        n = min(args.counts)
+        cases.append((f"{n} runs + sidecars", _runs_with_sidecars(root, n), None))
         cpu: dict[tuple[str, str], float] = {}
         print(f"{'case':<20} " + " ".join(f"{t + ' cpu':>9} {t + ' RSS':>9}" for t, _ in trees)
               + (" same" if args.base else ""))  # fmt: skip
