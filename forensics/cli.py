@@ -371,7 +371,7 @@ def scan(
     --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
     is written, whatever was found. Flags win over [tool.forensics] settings.
     """
-    from forensics import __version__, config, engine, gate, store
+    from forensics import __version__, config, engine, gate
     from forensics import report as report_model
     from forensics.ingest.files import InputError
     from forensics.pipeline import scan as run_scan
@@ -469,13 +469,16 @@ def scan(
             _write(target, renderers[kind]())
             if kind == "html":
                 report_file = target
-        try:
-            if db_path:
-                store.write_duckdb(result, db_path)
-            if parquet_dir:
-                store.write_parquet(result, parquet_dir)
-        except store.StoreError as exc:
-            _fail(str(exc))
+        if db_path or parquet_dir:
+            from forensics import store  # only then: it loads pyarrow.parquet and the views
+
+            try:
+                if db_path:
+                    store.write_duckdb(result, db_path)
+                if parquet_dir:
+                    store.write_parquet(result, parquet_dir)
+            except store.StoreError as exc:
+                _fail(str(exc))
     # stdout carries one document when one was asked for there; people read stderr then.
     err = document is not None
     if document is not None:

@@ -147,6 +147,22 @@ def _by_variant(result: ScanResult) -> list[dict[str, Any]]:
     found = result.findings.join(
         traj.select("trajectory_id", *keys), on="trajectory_id", how="left"
     ).with_columns(pl.col(k).fill_null("?") for k in keys)
+    # One pass over the findings for every group (a filter per group is quadratic: without
+    # a model name every run is its own group, and a scan may hold thousands of runs).
+    counts = {
+        (r["variant"], r["agent_model"]): (r["findings"], r["trajectories_with_findings"])
+        for r in found.group_by(keys)
+        .agg(
+            pl.len().alias("findings"),
+            pl.col("trajectory_id").n_unique().alias("trajectories_with_findings"),
+        )
+        .iter_rows(named=True)
+    }
+    by_rules: dict[tuple[str, str], dict[str, int]] = {}
+    for variant, model, rule, n in (
+        found.group_by([*keys, "rule"]).len().sort([*keys, "rule"]).iter_rows()
+    ):
+        by_rules.setdefault((variant, model), {})[rule] = n
     out = []
     for row in (
         traj.group_by(keys)
@@ -159,17 +175,15 @@ def _by_variant(result: ScanResult) -> list[dict[str, Any]]:
         .sort(keys)
         .iter_rows(named=True)
     ):
-        mine = found.filter(
-            (pl.col("variant") == row["variant"]) & (pl.col("agent_model") == row["agent_model"])
-        )
-        by_rule = Counter(mine["rule"].to_list())
+        group = (row["variant"], row["agent_model"])
+        findings, with_findings = counts.get(group, (0, 0))
         out.append(
             {
                 **row,
                 "mean_reward": None if row["mean_reward"] is None else round(row["mean_reward"], 4),
-                "findings": mine.height,
-                "trajectories_with_findings": mine["trajectory_id"].n_unique(),
-                "findings_by_rule": dict(sorted(by_rule.items())),
+                "findings": findings,
+                "trajectories_with_findings": with_findings,
+                "findings_by_rule": by_rules.get(group, {}),
             }
         )
     return out

@@ -335,7 +335,7 @@ def expand(paths: list[str], exclude: list[Path] | None = None) -> Expansion:
     """
     out = Expansion()
     excluded = {os.path.realpath(p) for p in exclude or []}
-    found: list[Path] = []
+    found: list[tuple[Path, str]] = []  # (path, its real path)
     for raw in paths:
         matches = [Path(m) for m in glob.glob(raw, recursive=True)] if glob.has_magic(raw) else []
         if not matches:
@@ -347,15 +347,15 @@ def expand(paths: list[str], exclude: list[Path] | None = None) -> Expansion:
             _named(p, found, out, excluded)
     # The same file reached by two spellings (relative, absolute, a symlink) is read once.
     unique: dict[str, Path] = {}
-    for p in sorted(found, key=os.path.normpath):
-        unique.setdefault(os.path.realpath(p), p)
+    for p, real in sorted(found, key=lambda f: os.path.normpath(f[0])):
+        unique.setdefault(real, p)
     out.files = sorted(unique.values(), key=os.path.normpath)
     out.skipped.sort()
     out.rejected.sort()
     return out
 
 
-def _named(p: Path, found: list[Path], out: Expansion, excluded: set[str]) -> None:
+def _named(p: Path, found: list[tuple[Path, str]], out: Expansion, excluded: set[str]) -> None:
     kind = _kind(p)
     if kind == "dir":
         before = len(found) + len(out.rejected)
@@ -363,7 +363,7 @@ def _named(p: Path, found: list[Path], out: Expansion, excluded: set[str]) -> No
         if len(found) + len(out.rejected) == before:
             out.rejected.append((str(p), "directory holds no file to read"))
     elif kind == "file":
-        found.append(p)
+        found.append((p, os.path.realpath(p)))
     else:
         out.rejected.append((str(p), kind))
 
@@ -387,16 +387,19 @@ def _kind(p: Path) -> str:
     return "not a regular file: not read"
 
 
-def _walk(root: Path, found: list[Path], out: Expansion, excluded: set[str]) -> None:
+def _walk(root: Path, found: list[tuple[Path, str]], out: Expansion, excluded: set[str]) -> None:
     def unreadable(exc: OSError) -> None:
         out.rejected.append((str(exc.filename or root), f"cannot read: {exc.strerror or exc}"))
 
     # Symlinked directories are not followed (a link back up would loop); files through links
     # are read, once.
     for top, dirs, names in os.walk(root, onerror=unreadable):
+        # An entry's real path is its directory's joined with its name unless it is a link
+        # itself: one realpath per directory, not one per file (each walks every component).
+        real_top = os.path.realpath(top)
         for d in sorted(dirs):
             path = os.path.join(top, d)
-            reason = _skip_reason(path, d, excluded, is_dir=True)
+            reason = _skip_reason(os.path.realpath(path), d, excluded, is_dir=True)
             if reason is None and os.path.islink(path):
                 reason = "a symbolic link to a directory (not followed)"
             if reason is not None:
@@ -405,20 +408,22 @@ def _walk(root: Path, found: list[Path], out: Expansion, excluded: set[str]) -> 
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(top, name)
-            reason = _skip_reason(path, name, excluded, is_dir=False)
+            link = os.path.islink(path)
+            real = os.path.realpath(path) if link else os.path.join(real_top, name)
+            reason = _skip_reason(real, name, excluded, is_dir=False)
             kind = _kind(Path(path)) if reason is None else ""
             if kind == "file":
-                found.append(Path(path))
+                found.append((Path(path), real))
             elif kind.startswith("cannot read"):
                 out.rejected.append((os.path.normpath(path), kind))
             else:
                 out.skipped.append((os.path.normpath(path), reason or kind))
 
 
-def _skip_reason(path: str, name: str, excluded: set[str], is_dir: bool) -> str | None:
+def _skip_reason(real: str, name: str, excluded: set[str], is_dir: bool) -> str | None:
     if name.startswith("."):
         return "hidden"
-    if os.path.realpath(path) in excluded:
+    if real in excluded:
         return "an output of this scan"
     if is_dir:
         return None

@@ -13,9 +13,12 @@ import re
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 
 
-# (text, keys) of the last head read: format detection asks every sniffer in turn about the
-# same head, and tokenising it once is enough. Callers only read the keys.
-_last: tuple[str, dict[str, object]] = ("", {})
+# (text, end, keys) of the last head read: format detection asks every sniffer in turn about
+# the same head (stripped or not, or only its first line), and reading it once is enough. end:
+# where the object closed (the keys depend on nothing after it), None if the head cuts it.
+# Callers only read the keys.
+_last: tuple[str, int | None, dict[str, object]] = ("", None, {})
+_DECODER = json.JSONDecoder()
 
 
 def top_level(text: str) -> dict[str, object]:
@@ -25,24 +28,39 @@ def top_level(text: str) -> dict[str, object]:
     values the head cuts.
     """
     global _last
-    if text is _last[0] or text == _last[0]:
-        return _last[1]
-    keys = _top_level(text)
-    _last = (text, keys)
+    stripped = text.lstrip("\ufeff \t\r\n")
+    seen, end, keys = _last
+    if stripped is seen or stripped == seen:
+        return keys
+    if end is not None and stripped.startswith(seen[:end]):
+        return keys  # the same object, closed before either text ends
+    end, keys = _top_level(stripped)
+    _last = (stripped, end, keys)
     return keys
 
 
-def _top_level(text: str) -> dict[str, object]:
-    stripped = text.lstrip("\ufeff \t\r\n")
-    if stripped.startswith("["):
-        stripped = stripped[1:].lstrip()
-    if not stripped.startswith("{"):
-        return {}
+def _top_level(stripped: str) -> tuple[int | None, dict[str, object]]:
+    body = stripped
+    if body.startswith("["):
+        body = body[1:].lstrip()
+    if not body.startswith("{"):
+        return None, {}
+    offset = len(stripped) - len(body)
+    # A complete object (most heads: a JSONL line, a small document) is parsed in C; the token
+    # walk below, for a head that cuts the object or does not parse, gives the same keys.
+    try:
+        value, end = _DECODER.raw_decode(body)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        return offset + end, {
+            k: None if isinstance(v, dict | list) else v for k, v in value.items()
+        }
     out: dict[str, object] = {}
     depth = 0
     key: str | None = None
     expect_value = False
-    for m in _TOKEN.finditer(stripped):
+    for m in _TOKEN.finditer(body):
         tok = m.group()
         if tok in "{[":
             if depth == 1 and expect_value and key is not None:
@@ -52,7 +70,7 @@ def _top_level(text: str) -> dict[str, object]:
         elif tok in "}]":
             depth -= 1
             if depth == 0:
-                break
+                return offset + m.end(), out
         elif depth != 1 or tok == ",":
             continue
         elif tok == ":":
@@ -70,4 +88,4 @@ def _top_level(text: str) -> dict[str, object]:
                 key = None
     if key is not None and expect_value:
         out.setdefault(key, None)
-    return out
+    return None, out

@@ -199,21 +199,47 @@ class LineCounter:
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 
 
+# (text, start, keys) of the last call: format detection asks several sniffers (tau2 results,
+# tau2 simulation, Gemini) about the same head.
+_last_keys: tuple[str, int, list[str]] = ("", -1, [])
+_SKIP = json.JSONDecoder()
+
+
 def top_level_keys(text: str, start: int = 0) -> list[str]:
     """Keys of the JSON object that starts at or after start, read from a possibly cut head.
 
     Format detection sees only the first bytes of a file, where a large record does not end;
-    the keys are read token by token instead of parsing the whole value.
+    the keys are read token by token instead of parsing the whole value. Callers only read
+    the list.
     """
+    global _last_keys
+    if _last_keys[1] == start and (text is _last_keys[0] or text == _last_keys[0]):
+        return _last_keys[2]
+    keys = _top_level_keys(text, start)
+    _last_keys = (text, start, keys)
+    return keys
+
+
+def _top_level_keys(text: str, start: int) -> list[str]:
     brace = text.find("{", start)
     if brace < 0:
         return []
     keys: list[str] = []
     depth = 0
     pending: str | None = None
-    for m in _TOKEN.finditer(text, brace):
+    tokens = _TOKEN.finditer(text, brace)
+    while (m := next(tokens, None)) is not None:
         tok = m.group()
         if tok in "{[":
+            if depth == 1:  # a value: when it parses, step over it in C (it holds no key)
+                try:
+                    end = _SKIP.raw_decode(text, m.start())[1]
+                except (ValueError, RecursionError):
+                    pass
+                else:
+                    tokens = _TOKEN.finditer(text, end)
+                    pending = None
+                    continue
             depth += 1
         elif tok in "}]":
             depth -= 1

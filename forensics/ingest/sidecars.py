@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -148,15 +149,30 @@ def apply(trajectories: pa.Table, run_metadata: dict[str, dict[str, str]]) -> pa
     )
 
 
+# (trajectories, trajectories per directory) of the last describe: a scan of many runs has a
+# sidecar per run, and resolving every source path once per sidecar is quadratic. A weak
+# reference: the cache does not keep a scan's table alive.
+_below: tuple[weakref.ref | None, Counter[str]] = (None, Counter())
+
+
+def _per_directory(trajectories: pa.Table) -> Counter[str]:
+    """Trajectories read from each directory or below it (its resolved path), root aside."""
+    global _below
+    if _below[0] is not None and _below[0]() is trajectories:
+        return _below[1]
+    below: Counter[str] = Counter()
+    for source, n in Counter(trajectories.column("source_path").to_pylist()).items():
+        folder = os.path.dirname(os.path.normpath(Path(source).resolve()))
+        while os.path.dirname(folder) != folder:  # every ancestor but the root
+            below[folder] += n
+            folder = os.path.dirname(folder)
+    _below = (weakref.ref(trajectories), below)
+    return below
+
+
 def describe(path: Path, trajectories: pa.Table) -> str:
     """The sidecar's note: which trajectories it labelled (none is worth saying too)."""
-    prefix = os.path.normpath(path.parent.resolve()) + os.sep
-    sources = Counter(trajectories.column("source_path").to_pylist())
-    count = sum(
-        n
-        for source, n in sources.items()
-        if os.path.normpath(Path(source).resolve()).startswith(prefix)
-    )
+    count = _per_directory(trajectories)[os.path.normpath(path.parent.resolve())]
     if count == 0:
         return (
             f"run metadata, but no trajectory was read from {path.parent}/ or below: "

@@ -17,7 +17,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from markupsafe import Markup, escape
 
 from forensics import markers
@@ -185,6 +184,8 @@ def render(
     model: dict[str, Any], templates: Path | None = None, compress_above: int = COMPRESS_ABOVE
 ) -> str:
     """The report page for a scan: one file, no network, one hashed inline script."""
+    import jinja2  # here: a scan without a report (--no-report) never needs it
+
     folder = templates or default_reports_dir()
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(folder)),
