@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from forensics import enrich, ingest
+from forensics.ingest import records
+from forensics.redact import redact_table
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 
@@ -32,3 +35,30 @@ def test_enrich_of_no_turns_has_every_column(raw_turns):
     empty = enrich.enrich(raw_turns.slice(0, 0))
     assert empty.height == 0
     assert empty.columns == enrich.enrich(raw_turns.slice(0, 1)).columns
+
+
+def test_redaction_of_a_table_in_many_chunks_finds_each_secret():
+    calls = pa.list_(pa.struct([("name", pa.string()), ("arguments", pa.string())]))
+    table_schema = pa.schema([("content", pa.string()), ("tool_calls", calls)])
+    secret = "sk-abcdefghijklmnop1234"
+    rows = [{"content": f"turn {i}", "tool_calls": [{"name": "f", "arguments": "{}"}]}
+            for i in range(30)]  # fmt: skip
+    rows[11]["content"] = f"my key is {secret}"
+    rows[25]["tool_calls"] = [{"name": "login", "arguments": f'{{"key": "{secret}"}}'}]
+    batches = [pa.RecordBatch.from_pylist(rows[i : i + 4], schema=table_schema)
+               for i in range(0, 30, 4)]  # fmt: skip
+    chunked = pa.Table.from_batches(batches)
+    assert chunked.column("content").num_chunks == 8
+    redacted = redact_table(chunked, ["content", "tool_calls"])
+    assert redacted.equals(redact_table(chunked.combine_chunks(), ["content", "tool_calls"]))
+    assert secret not in str(redacted.to_pylist())
+    assert redacted.slice(0, 11).equals(chunked.slice(0, 11))  # clean chunks pass unchanged
+
+
+def test_collector_batches_make_the_same_tables(monkeypatch):
+    log = str(SAMPLES / "output2.txt")  # one file: fusion leaves its table as collected
+    whole = ingest.ingest([log]).turns
+    monkeypatch.setattr(records, "BATCH_ROWS", 5)
+    batched = ingest.ingest([log]).turns
+    assert batched.column("content").num_chunks > 1  # one batch per episode here
+    assert batched.equals(whole)

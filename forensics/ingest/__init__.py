@@ -410,7 +410,7 @@ def _read(expansion: files.Expansion, limits: files.Limits, fuse: bool) -> Inges
         collector.reject(path, None, reason)
         reports.append(FileReport(clean_text(path), None, reason, 0))
     progress.begin(expansion.files)
-    progress.counting(lambda: len(collector.turn_rows))
+    progress.counting(lambda: collector.turn_count)
     for path in expansion.files:
         progress.file(path)
         with files.reading(limits) as damage:
