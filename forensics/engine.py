@@ -269,7 +269,9 @@ def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) ->
                 not_checked.setdefault(path, {})[rule.id] = rule.missing(cols)
 
     con = duckdb.connect()
-    con.register("turns", turns.to_arrow())
+    # The newest Arrow layout keeps polars' string views: DuckDB reads them as they are, where
+    # the default layout would copy every text column of the turns for the rules to read.
+    con.register("turns", turns.to_arrow(compat_level=pl.CompatLevel.newest()))
     con.register("trajectories", trajectories.to_arrow())
     frames = []
     for rule in rules:

@@ -7,6 +7,7 @@ text a user would see, tool-call counts, repetition measures.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import polars as pl
 import pyarrow as pa
@@ -185,9 +186,37 @@ def _request_keys(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# Rows are enriched in slices of this many: the per-row intermediates (word lists, bigram
+# pairs, the texts the patterns rewrite) then exist for one slice at a time, not for the whole
+# table, which bounds enrichment's memory peak to a few times the final table.
+SLICE_ROWS = 16_384
+
+
+def _sliced(df: pl.DataFrame, step: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:
+    """`step` (a row-wise computation) applied to each slice of rows, the results stacked."""
+    parts = [step(df.slice(i, SLICE_ROWS)) for i in range(0, max(df.height, 1), SLICE_ROWS)]
+    return pl.concat(parts) if len(parts) > 1 else parts[0]
+
+
 def enrich(turns: pa.Table) -> pl.DataFrame:
     """The turn table with secrets redacted and the derived columns of schema.DERIVED_COLUMNS."""
-    df = pl.from_arrow(turns)  # type: ignore[arg-type]
+    df = _sliced(pl.from_arrow(turns), _own_signals)  # type: ignore[arg-type]
+    # The two signals that compare a turn with the previous turn of the same actor: the window
+    # runs once over the whole table on small columns (a row number, a flag), and each slice
+    # then fetches its previous turns' bigrams by row number.
+    same_actor = {"partition_by": ["trajectory_id", "actor"], "order_by": "turn_index"}
+    df = df.with_row_index("_row").with_columns(
+        pl.col("_row").shift(1).over(**same_actor).alias("_previous_row"),
+        pl.col("_transfers").shift(1).over(**same_actor).fill_null(False).alias("_transferred"),
+    )
+    bigrams = df.get_column("_bigrams")
+    df = _sliced(df, lambda part: _compared_signals(part, bigrams))
+    return df.select(schema.TURNS.names)
+
+
+def _own_signals(df: pl.DataFrame) -> pl.DataFrame:
+    """What a turn's own text and calls say, plus `_bigrams` (its word-bigram hashes) and
+    `_transfers` (it calls a transfer tool) for the comparisons with earlier turns."""
     content = pl.col("content").fill_null("")
     visible = (
         content.str.replace_all(markers.CLOSED_BLOCK_RE, "")
@@ -195,58 +224,73 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
         .str.replace(markers.LEADING_TO_CLOSER_RE, "")
     )
     whole = pl.concat_str([pl.col("reasoning").fill_null(""), content], separator="\n")
-    words = whole.str.slice(0, SIMILARITY_WINDOW).str.to_lowercase().str.extract_all(r"\w+")
     df = df.with_columns(
         (pl.col("trajectory_id") + "#" + pl.col("turn_index").cast(pl.String)).alias("turn_key"),
         content.str.count_matches(markers.OPEN_RE).cast(pl.Int64).alias("think_open_count"),
         content.str.count_matches(markers.CLOSE_RE).cast(pl.Int64).alias("think_close_count"),
         visible.alias("visible_text"),
-        visible.str.strip_chars().str.len_chars().cast(pl.Int64).alias("visible_chars"),
         content.str.len_chars().cast(pl.Int64).alias("content_chars"),
         pl.col("tool_calls").list.len().fill_null(0).cast(pl.Int64).alias("tool_call_count"),
-        whole.map_batches(_compression_ratio, return_dtype=pl.Float64).alias("compression_ratio"),
-        words.alias("_words"),
+        whole.alias("_whole"),
     )
+    whole = pl.col("_whole")
+    words = whole.str.slice(0, SIMILARITY_WINDOW).str.to_lowercase().str.extract_all(r"\w+")
     # Word bigrams as 64-bit hashes of the word pairs: the set operations then compare integers,
     # not strings built for every pair (which cost more than the rest of enrich). Two different
     # pairs share a hash with probability 2^-64.
     word = pl.element().hash()
     pair = pl.struct(word.alias("first"), word.shift(-1).alias("second")).hash()
-    bigrams = pl.col("_words").list.eval(pair.filter(word.shift(-1).is_not_null())).list.unique()
+    bigrams = words.list.eval(pair.filter(word.shift(-1).is_not_null())).list.unique()
+    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
     df = df.with_columns(
-        pl.when(pl.col("_words").list.len() >= MIN_SIMILARITY_WORDS)
+        pl.col("visible_text")
+        .str.strip_chars()
+        .str.len_chars()
+        .cast(pl.Int64)
+        .alias("visible_chars"),
+        whole.map_batches(_compression_ratio, return_dtype=pl.Float64).alias("compression_ratio"),
+        pl.when(words.list.len() >= MIN_SIMILARITY_WORDS)
         .then(bigrams)
         .otherwise(None)
-        .alias("_bigrams")
-    )
-    # A column, so that the window runs once rather than once per use below.
-    df = df.with_columns(
-        pl.col("_bigrams")
-        .shift(1)
-        .over(["trajectory_id", "actor"], order_by="turn_index")
-        .alias("_previous")
-    )
-    # Jaccard similarity; both lists are sets, so |A ∪ B| = |A| + |B| - |A ∩ B|.
-    shared = pl.col("_bigrams").list.set_intersection(pl.col("_previous")).list.len()
-    similarity = shared / (pl.col("_bigrams").list.len() + pl.col("_previous").list.len() - shared)
-    agent_reply = (pl.col("role") == "assistant") & (pl.col("actor") == "agent")
-    # The last sentence is a column of its own because three patterns read it.
-    reply = _only(agent_reply, pl.col("visible_text"))
-    df = df.with_columns(
-        _last_sentence(reply).alias("_last"),
+        .alias("_bigrams"),
         (pl.col("tool_call_count") > 0).alias("has_tool_calls"),
         (
             (pl.col("reasoning").fill_null("").str.strip_chars().str.len_chars() > 0)
             | (pl.col("think_open_count") + pl.col("think_close_count") > 0)
         ).alias("has_reasoning"),
-        pl.when(pl.col("_bigrams").is_not_null() & pl.col("_previous").is_not_null())
+        whole.map_batches(
+            _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
+        ).alias("_tail"),
+        names.str.contains(markers.TRANSFER_TOOL_RE).alias("_transfers"),
+    )
+    df = df.with_columns(
+        pl.col("_tail").struct.field("period").alias("tail_period"),
+        pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
+    ).drop("_whole", "_tail")
+    return _text_calls(_request_keys(_tool_markup(df)))
+
+
+def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
+    """Repetition of the previous turn of the same actor (its row in `_previous_row` of the
+    whole table's `bigrams`), and the reply signals that depend on earlier transfers."""
+    df = df.with_columns(bigrams.gather(df.get_column("_previous_row")).alias("_previous"))
+    # Jaccard similarity; both lists are sets, so |A ∪ B| = |A| + |B| - |A ∩ B|.
+    shared = pl.col("_bigrams").list.set_intersection(pl.col("_previous")).list.len()
+    similarity = shared / (pl.col("_bigrams").list.len() + pl.col("_previous").list.len() - shared)
+    both = pl.col("_bigrams").is_not_null() & pl.col("_previous").is_not_null()
+    agent_reply = (pl.col("role") == "assistant") & (pl.col("actor") == "agent")
+    # The last sentence is a column of its own because three patterns read it.
+    reply = _only(agent_reply, pl.col("visible_text"))
+    df = df.with_columns(
+        _last_sentence(reply).alias("_last"),
+        pl.when(both)
         .then(similarity.round(3))
         .otherwise(None)
         .cast(pl.Float64)
         .alias("prev_same_actor_similarity"),
         # Containment of the shorter in the longer: two turns cut by a token cap at different
         # lengths repeat each other, yet their Jaccard stays low because the lengths differ.
-        pl.when(pl.col("_bigrams").is_not_null() & pl.col("_previous").is_not_null())
+        pl.when(both)
         .then(
             (
                 shared
@@ -256,32 +300,15 @@ def enrich(turns: pa.Table) -> pl.DataFrame:
         .otherwise(None)
         .cast(pl.Float64)
         .alias("prev_same_actor_containment"),
-        whole.map_batches(
-            _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
-        ).alias("_tail"),
     )
     asks = reply.str.contains(markers.ASKS_USER_RE)
-    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
-    transferred_before = (
-        names.str.contains(markers.TRANSFER_TOOL_RE)
-        .shift(1)
-        .over(["trajectory_id", "actor"], order_by="turn_index")
-        .fill_null(False)
-    )
-    df = df.with_columns(
+    return df.with_columns(
         pl.when(agent_reply).then(asks).otherwise(None).alias("asks_user"),
         pl.when(agent_reply)
-        .then(_announces_action(pl.col("_last"), transferred_before) & ~asks)
+        .then(_announces_action(pl.col("_last"), pl.col("_transferred")) & ~asks)
         .otherwise(None)
         .alias("announces_action"),
     )
-    df = df.with_columns(
-        pl.col("_tail").struct.field("period").alias("tail_period"),
-        pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
-    )
-    df = _request_keys(_tool_markup(df))
-    df = _text_calls(df)
-    return df.select(schema.TURNS.names)
 
 
 _TEXT_CALL = pl.Struct({"name": pl.String, "arguments": pl.String, "error": pl.String})

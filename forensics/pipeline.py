@@ -132,6 +132,8 @@ def scan(
     turns = enrich.enrich(data.turns)
     trajectories = pl.from_arrow(data.trajectories)
     rejects = pl.from_arrow(data.rejects)
+    files, skipped = data.files, data.skipped
+    del data  # its Arrow turns: the enriched frame holds its own copy of every column
     checked = engine.check(turns, trajectories, rules)  # type: ignore[arg-type]
     progress.stage("diagnosing")
     diagnosis = diagnose_mod.diagnose(
@@ -146,8 +148,8 @@ def scan(
         trajectories=trajectories,  # type: ignore[arg-type]
         findings=checked.findings,
         rejects=rejects,  # type: ignore[arg-type]
-        files=data.files,
-        skipped=data.skipped,
+        files=files,
+        skipped=skipped,
         rules=rules,
         not_checked=checked.not_checked,
         diagnosis=diagnosis,

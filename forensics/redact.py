@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import pyarrow as pa
@@ -141,7 +141,8 @@ def redact_array(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArra
     (the usual case) comes back as the same object, after one RE2 pass per string leaf."""
     if isinstance(array, pa.ChunkedArray):
         old = array.chunks  # pyarrow hands out a new wrapper per access: compare these
-        chunks = [redact_array(c) for c in old]
+        suspect = _suspects(old)
+        chunks = [redact_array(c) if s else c for c, s in zip(old, suspect, strict=True)]
         if all(n is o for n, o in zip(chunks, old, strict=True)):
             return array
         return pa.chunked_array(chunks, type=array.type)
@@ -181,6 +182,53 @@ def redact_array(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArra
     if pa.types.is_nested(t):  # list views, unions, run-end encoding: better loud than leaking
         raise TypeError(f"redact_array: {t} is not supported")
     return array
+
+
+def _text_leaves(array: pa.Array) -> Iterator[pa.Array]:
+    """The string arrays inside `array`, nested ones included (with values beyond a slice)."""
+    t = array.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        yield array
+    elif pa.types.is_string_view(t):
+        yield array.cast(pa.large_string())
+    elif pa.types.is_dictionary(t):
+        yield from _text_leaves(array.dictionary)
+    elif (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or (
+            pa.types.is_map(t)  # its values are the key/item structs
+        )
+    ):
+        yield from _text_leaves(array.values)
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _text_leaves(array.field(i))
+    elif pa.types.is_nested(t):
+        raise TypeError(f"redact_array: {t} is not supported")
+
+
+def _suspects(chunks: list[pa.Array]) -> list[bool]:
+    """Which chunks may hold a secret, from one RE2 scan per string type over all of them:
+    compiling the combined pattern costs about a millisecond, more than scanning a chunk (a
+    table built in record batches has one chunk per batch)."""
+    if len(chunks) < 2:
+        return [True] * len(chunks)
+    groups: dict[pa.DataType, list[tuple[int, pa.Array]]] = {}
+    for i, chunk in enumerate(chunks):
+        for leaf in _text_leaves(chunk):
+            groups.setdefault(leaf.type, []).append((i, leaf))
+    suspect = [False] * len(chunks)
+    for leaves in groups.values():
+        # One array, not a chunked one: RE2 would compile the pattern for every chunk.
+        hits = pc.match_substring_regex(pa.concat_arrays([a for _, a in leaves]), ANY_PATTERN)
+        start = 0
+        for i, leaf in leaves:
+            if not suspect[i] and pc.any(hits.slice(start, len(leaf))).as_py():
+                suspect[i] = True
+            start += len(leaf)
+    return suspect
 
 
 def redact_table(table: pa.Table, columns: Iterable[str]) -> pa.Table:

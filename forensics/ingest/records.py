@@ -301,6 +301,9 @@ _TRAJECTORIES = RowMaker(schema.TRAJECTORIES)
 _REJECTS = RowMaker(schema.REJECTS)
 # Set on the trajectory row once the run is complete (a log may name its models at the end).
 _RUN_COLUMNS = ("agent_model", "user_model", "variant", "labels")
+# Turn rows become an Arrow record batch every this many rows: the Python dicts of a row
+# (about ten times the size of its values) then live only until their batch is built.
+BATCH_ROWS = 4096
 
 
 class Collector:
@@ -312,7 +315,11 @@ class Collector:
     """
 
     def __init__(self) -> None:
-        self.turn_rows: list[dict[str, Any]] = []
+        # Rows of added episodes are final (add_episode sets their trajectory_id and trial
+        # last): they wait here only until there are BATCH_ROWS of them.
+        self._turn_rows: list[dict[str, Any]] = []
+        self._turn_batches: list[pa.RecordBatch] = []
+        self.turn_count = 0
         self.trajectory_rows: list[dict[str, Any]] = []
         self.reject_rows: list[dict[str, Any]] = []
         self._reject_count: dict[str, int] = {}
@@ -467,9 +474,18 @@ class Collector:
             return
         for row in rows:
             row["trajectory_id"], row["trial"] = trajectory_id, trial
-        self.turn_rows.extend(rows)
+        self._turn_rows.extend(rows)
+        self.turn_count += len(rows)
+        if len(self._turn_rows) >= BATCH_ROWS:
+            self._flush_turns()
         self._runs[run.run_id] = run
         self.trajectory_rows.append(traj)
+
+    def _flush_turns(self) -> None:
+        if self._turn_rows:
+            batch = pa.RecordBatch.from_pylist(self._turn_rows, schema=schema.RAW_TURNS)
+            self._turn_batches.append(batch)
+            self._turn_rows = []
 
     def _run_values(self, run: Run, path: str, fmt: str | None) -> dict[str, Any]:
         """What the run says about itself, checked once; a bad value is dropped and rejected."""
@@ -495,8 +511,9 @@ class Collector:
                 run = self._runs[run_id]
                 checked[run_id] = self._run_values(run, row["source_path"], row["source_format"])
             row.update(checked[run_id])
+        self._flush_turns()
         return (
-            pa.Table.from_pylist(self.turn_rows, schema=schema.RAW_TURNS),
+            pa.Table.from_batches(self._turn_batches, schema=schema.RAW_TURNS),
             pa.Table.from_pylist(self.trajectory_rows, schema=schema.TRAJECTORIES),
             pa.Table.from_pylist(self.reject_rows, schema=schema.REJECTS),
         )
