@@ -225,7 +225,10 @@ def _messages_api(
         normalise = openai_chat.request_message
     else:
         messages = module.request_messages(request) if request is not None else []
-    fields: dict[str, Any] = module.request_fields(request) if request is not None else {}
+    fields: dict[str, Any] = {}
+    params: bytes | None = None
+    if request is not None:
+        fields, params = _request_side(module, request)
     if endpoint := endpoint_of(ex.url) or ex.endpoint:
         fields["endpoint"] = endpoint
     if request is not None:
@@ -276,13 +279,39 @@ def _messages_api(
     if errors:
         fields["error"] = "; ".join([*([fields["error"]] if fields.get("error") else []), *errors])
     call = Call(line, messages, output, fields, failed=_failed(ex, output), normalise=normalise)
-    if request is not None:
-        call.params_digest = requestinfo.params_digest(request)
+    call.params_digest = params
     if module is openai_responses:
         call.previous_response_id = as_str(as_dict(request).get("previous_response_id"))
         if res_kind == "json":
             call.response_id = as_str(response.get("id"))
     return call
+
+
+# Dialects whose request_fields read no conversation key (messages, input, contents).
+_PARAMS_ONLY = (openai_chat, anthropic, openai_responses)
+
+
+def _request_side(module: ModuleType, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """(request_fields, params_digest) of a request. Both depend only on the keys other than
+    the conversation, which an agent loop sends unchanged with every request: they are worked
+    out once per distinct set (requestinfo.params_key) within a file's read."""
+    memo = requestinfo.params_memo() if module in _PARAMS_ONLY else None
+    found = requestinfo.params_key(request) if memo is not None else None
+    if memo is None or found is None:
+        return module.request_fields(request), requestinfo.params_digest(request)
+    key, held = found
+    known = memo.get((module.__name__, key))
+    if known is None:
+        fields = module.request_fields(request)
+        known = memo[(module.__name__, key)] = (
+            held,
+            fields,
+            requestinfo.params_digest(request),
+        )
+    fields = dict(known[1])
+    if type(tools := fields.get("offered_tools")) is list:  # each turn its own list
+        fields["offered_tools"] = list(tools)
+    return fields, known[2]
 
 
 def _gemini_api(
