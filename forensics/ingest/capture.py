@@ -86,7 +86,7 @@ def _jsonl(path: Path) -> Iterator[Record]:
         if text is None:
             yield number, None, f"line longer than {files.MAX_LINE_BYTES} bytes; skipped", ""
             continue
-        if not text.strip():
+        if not text or text.isspace():  # strip() would copy every line
             continue
         try:
             yield number, parser.loads(text), None, ""

@@ -170,11 +170,16 @@ def build(ex: Exchange, line: int) -> Call:
     if res_kind == "sse":
         payloads, done, bad = _sse_payloads(response)
     chunks = payloads if res_kind == "sse" else response if res_kind == "chunks" else []
-    dialect = detect(ex.url, request, response if res_kind == "json" else None, chunks)
+    path = urlsplit(ex.url).path.rstrip("/") if ex.url else ""
+    body = response if res_kind == "json" else None
+    # Asked once: it picks the dialect when the path does not, and a body no API claims to a
+    # path no API claims is not a call.
+    by_body = next((d for d in DIALECTS if d.claims_body(body)), None) if body is not None else None
+    dialect = detect(path, by_body, request, chunks)
     if (
         dialect is None
-        or (res_kind == "json" and _foreign_answer(ex, response))
-        or (ex.url and urlsplit(ex.url).path.rstrip("/").endswith(_NOT_CALL_PATHS))
+        or (body is not None and _foreign_answer(ex, path, body, by_body))
+        or path.endswith(_NOT_CALL_PATHS)
     ):
         where = " ".join(p for p in (ex.method, without_query(ex.url)) if p)
         raise NotACall(f"not an LLM API call{f' ({where})' if where else ''}")
@@ -192,16 +197,17 @@ _NOT_CALL_PATHS = (
 )
 
 
-def _foreign_answer(ex: Exchange, body: Mapping[str, Any]) -> bool:
-    """A successful JSON answer that no API's response shape claims, to a URL no API's path
-    claims: the request only looked like one (an embeddings call's `input`, a search API's
-    `contents`). Error bodies stay calls: a failed call is evidence."""
+def _foreign_answer(
+    ex: Exchange, path: str, body: Mapping[str, Any], by_body: Dialect | None
+) -> bool:
+    """A successful JSON answer that no API's response shape claims (by_body is None), to a
+    URL no API's path claims: the request only looked like one (an embeddings call's `input`,
+    a search API's `contents`). Error bodies stay calls: a failed call is evidence."""
     if (ex.status is not None and not 200 <= ex.status < 300) or "error" in body:
         return False
-    path = urlsplit(ex.url).path.rstrip("/") if ex.url else ""
     if path and any(d.claims_path(path) for d in DIALECTS):
         return False
-    return not any(d.claims_body(body) for d in DIALECTS)
+    return by_body is None
 
 
 def _messages_api(
@@ -225,7 +231,10 @@ def _messages_api(
         normalise = openai_chat.request_message
     else:
         messages = module.request_messages(request) if request is not None else []
-    fields: dict[str, Any] = module.request_fields(request) if request is not None else {}
+    fields: dict[str, Any] = {}
+    params: bytes | None = None
+    if request is not None:
+        fields, params = _request_side(module, request)
     if endpoint := endpoint_of(ex.url) or ex.endpoint:
         fields["endpoint"] = endpoint
     if request is not None:
@@ -276,13 +285,39 @@ def _messages_api(
     if errors:
         fields["error"] = "; ".join([*([fields["error"]] if fields.get("error") else []), *errors])
     call = Call(line, messages, output, fields, failed=_failed(ex, output), normalise=normalise)
-    if request is not None:
-        call.params_digest = requestinfo.params_digest(request)
+    call.params_digest = params
     if module is openai_responses:
         call.previous_response_id = as_str(as_dict(request).get("previous_response_id"))
         if res_kind == "json":
             call.response_id = as_str(response.get("id"))
     return call
+
+
+# Dialects whose request_fields read no conversation key (messages, input, contents).
+_PARAMS_ONLY = (openai_chat, anthropic, openai_responses)
+
+
+def _request_side(module: ModuleType, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """(request_fields, params_digest) of a request. Both depend only on the keys other than
+    the conversation, which an agent loop sends unchanged with every request: they are worked
+    out once per distinct set (requestinfo.params_key) within a file's read."""
+    memo = requestinfo.params_memo() if module in _PARAMS_ONLY else None
+    found = requestinfo.params_key(request) if memo is not None else None
+    if memo is None or found is None:
+        return module.request_fields(request), requestinfo.params_digest(request)
+    key, held = found
+    known = memo.get((module.__name__, key))
+    if known is None:
+        fields = module.request_fields(request)
+        known = memo[(module.__name__, key)] = (
+            held,
+            fields,
+            requestinfo.params_digest(request),
+        )
+    fields = dict(known[1])
+    if type(tools := fields.get("offered_tools")) is list:  # each turn its own list
+        fields["offered_tools"] = list(tools)
+    return fields, known[2]
 
 
 def _gemini_api(
@@ -458,19 +493,20 @@ DIALECTS: list[Dialect] = [
 
 
 def detect(
-    url: str | None,
+    path: str,
+    by_body: Dialect | None,
     request: Mapping[str, Any] | None,
-    body: Mapping[str, Any] | None,
     chunks: list[dict[str, Any]],
 ) -> Dialect | None:
-    """The dialect of a call: from its URL path, its response, its request, in that order."""
-    path = urlsplit(url).path.rstrip("/") if url else ""
-    tests: list[Callable[[Dialect], bool]] = []
-    if path:
-        tests.append(lambda d: d.claims_path(path))
-    if body is not None:
-        tests.append(lambda d: d.claims_body(body))
-    tests += [lambda d, c=chunk: d.claims_chunk(c) for chunk in chunks[:3]]
+    """The dialect of a call: from its URL path, its response (by_body: the first dialect
+    whose claims_body takes it), its first stream chunks, its request, in that order."""
+    if path and (found := next((d for d in DIALECTS if d.claims_path(path)), None)):
+        return found
+    if by_body is not None:
+        return by_body
+    for chunk in chunks[:3]:
+        if found := next((d for d in DIALECTS if d.claims_chunk(chunk)), None):
+            return found
     if request is not None:
-        tests.append(lambda d: d.claims_request(request))
-    return next((d for test in tests for d in DIALECTS if test(d)), None)
+        return next((d for d in DIALECTS if d.claims_request(request)), None)
+    return None

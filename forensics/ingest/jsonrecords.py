@@ -39,7 +39,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
                 reason = f"line longer than {files.MAX_LINE_BYTES} bytes; skipped"
                 collector.reject(name, number, reason, "", fmt)
                 continue
-            if not text.strip():
+            if not text or text.isspace():  # strip() would copy every line
                 continue
             try:
                 value = json.loads(text)

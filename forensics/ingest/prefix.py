@@ -76,12 +76,13 @@ class PrefixParser:
             return json.loads(line)
         entry = self._match(line, start)
         if entry is not None:
-            messages = list(entry.messages)
+            messages = list(entry.messages)  # all dicts: only those are remembered
             pos = start + len(entry.text)
             self.reused_chars += len(entry.text)
         else:
             messages = []
             pos = start + 1
+        known = len(messages)
         last, end = _elements(line, pos, messages, first=entry is None)
         marker = f'"{self._sentinel}"'
         tools, tools_at, tools_end = self._tools(line, end)
@@ -98,7 +99,7 @@ class PrefixParser:
             if holder.get(_TOOLS_KEY) != self._sentinel:  # tools of another object
                 return json.loads(line)
             holder[_TOOLS_KEY] = tools
-        if last - start >= _PROBE and all(type(m) is dict for m in messages):
+        if last - start >= _PROBE and all(type(m) is dict for m in messages[known:]):
             self._remember(_Entry(line[start:last], messages))
         return value
 

@@ -75,14 +75,62 @@ _LOOK_BACK = 16  # items a request may add to the last one's before resuming is 
 _MEMO_ITEMS = 1024  # conversations in flight remembered; past it the memo starts over
 
 
+# Columns of the part of a request that is not the conversation, under `params_key`: an
+# agent loop sends the same tools, model and caps with every request.
+_PARAMS: contextvars.ContextVar[dict[tuple[Any, ...], Any] | None] = contextvars.ContextVar(
+    "request_params_memo", default=None
+)
+_MEMO_PARAMS = 64  # distinct parameter sets remembered; past it the memo starts over
+
+
 @contextmanager
 def shared_items() -> Iterator[None]:
-    """Within this block, request_keys remembers the key paths of each request's items."""
+    """Within this block, request_keys remembers the key paths of each request's items, and
+    `params_memo` is a memo for what the rest of a request decides."""
     token = _MEMO.set({})
+    params = _PARAMS.set({})
     try:
         yield
     finally:
+        _PARAMS.reset(params)
         _MEMO.reset(token)
+
+
+def params_memo() -> dict[tuple[Any, ...], Any] | None:
+    """The memo of the current `shared_items` block (None outside one), emptied when full."""
+    memo = _PARAMS.get()
+    if memo is not None and len(memo) > _MEMO_PARAMS:
+        memo.clear()
+    return memo
+
+
+def params_key(body: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    """(key, held): the key is equal for two bodies whose keys other than the conversation are
+    equal in order, type and value, scalars by value and lists and dicts by identity (the
+    prefix parser hands every request of a file the same parsed tool list); `held` are those
+    lists and dicts, to keep with the key so that their ids are not reused while it is
+    remembered. None when a value is of another type.
+
+    Equal keys give equal pickles (params_digest): pickle also encodes which strings are the
+    same object, and the only strings a body's scalars and keys share with a list or dict
+    parsed apart are CPython's one-character singletons, which depend on the text alone."""
+    parts: list[Any] = []
+    held: list[Any] = []
+    for key, value in body.items():
+        if key in _CONVERSATION_KEYS:
+            parts.append(key)
+            continue
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            parts.append((key, kind, value))
+        elif kind is float:  # by its bits: -0.0 == 0.0, and pickle tells them apart
+            parts.append((key, kind, value.hex()))
+        elif kind is list or kind is dict:
+            parts.append((key, kind, id(value)))
+            held.append(value)
+        else:
+            return None
+    return tuple(parts), tuple(held)
 
 
 def _walk_conversation(items: list[Any], path: str, out: set[str]) -> None:
