@@ -46,6 +46,11 @@ _ENDPOINT = re.compile(r"\b(agent|user)[ _-]?(?:endpoint|api[ _]base|base[ _]url
 _SERVER = re.compile(
     r"(vllm serve\s.*|vllm\.entrypoints\.openai\.api_server\s.*|sglang\.launch_server\s.*)"
 )
+# Every line a text regex below can match contains one of these: one search skips the rest.
+_TEXT_FACT = re.compile(
+    r"Namespace\(|Running task|Results saved to|\(checkpoint path: |vllm|sglang|variant"
+    r"|status=|exit_reason=|max_|endpoint|api[ _]base|base[ _]url"
+)
 # Server flags worth carrying as labels: they decide how reasoning and tool calls are parsed.
 _SERVER_FLAGS = (
     "--tool-call-parser",
@@ -254,6 +259,8 @@ class _LogReader:
             self.feed_object(found)
 
     def feed_text(self, number: int, text: str) -> None:
+        if not _TEXT_FACT.search(text):
+            return  # most lines (HTTP logs, progress) state nothing this reader keeps
         if m := _NAMESPACE.match(text):
             self.start_run(parse_namespace(m.group(1)))
         elif m := _RUNNING_TASK.match(text):
@@ -342,7 +349,12 @@ def ingest(path: Path, collector: Collector) -> int:
     """Read one text log into the collector; returns the number of records recognised."""
     reader = _LogReader(path, collector)
     for line in embedded.scan(files.iter_lines(path)):
-        with isolated(collector, str(path), line.number, FORMAT):
+        try:
             reader.feed(line)
+        except Exception:
+            # Handled as `with isolated(...)` around each line would, without entering a
+            # context manager for every line of the log.
+            with isolated(collector, str(path), line.number, FORMAT):
+                raise
     reader.finish()
     return reader.records
