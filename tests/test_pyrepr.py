@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.ingest import embedded, pyrepr
+from forensics.ingest import embedded, pyrepr, tau_log
+
+from conftest import DATA
 
 _SCALARS = (
     st.none()
@@ -147,3 +149,44 @@ def _braces_char_by_char(s: str) -> int:
 @given(st.text(alphabet=list("{}'\"\\ab: "), max_size=30))
 def test_brace_matcher_ends_objects_where_the_char_loop_did(text):
     assert embedded._Braces().advance("{" + text, 0) == _braces_char_by_char("{" + text)
+
+
+_NAMES = st.sampled_from(["a", "env", "model", "class", "None", "x_1", "_", "é", "1a"])
+_KWARGS = st.lists(st.tuples(_NAMES, _VALUES), max_size=5)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_KWARGS, st.sampled_from([", ", ",", " , "]))
+def test_namespace_read_without_compiling_matches_the_ast_reading(kwargs, sep):
+    body = sep.join(f"{name}={value!r}" for name, value in kwargs)
+    fast = tau_log._namespace_as_dict(body)
+    if fast is not None:
+        assert _same(fast, tau_log._namespace_by_ast(body)), body
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=list("ab=, '\"[]{}():1.-TrueNonclass\\"), max_size=30))
+def test_namespace_near_text_is_never_read_differently(body):
+    fast = tau_log._namespace_as_dict(body)
+    if fast is not None:
+        assert _same(fast, tau_log._namespace_by_ast(body)), body
+
+
+def test_namespace_of_the_sample_log_is_read_without_compiling():
+    line = next(
+        x
+        for x in (DATA.parent.parent / "sample_logs" / "output2.txt").read_text().splitlines()
+        if x.startswith("Namespace(")
+    )
+    body = tau_log._NAMESPACE.match(line).group(1)  # type: ignore[union-attr]
+    fast = tau_log._namespace_as_dict(body)
+    assert fast is not None and fast["task_ids"] == [5] and fast["few_shot_displays_path"] is None
+    assert _same(fast, tau_log._namespace_by_ast(body))
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["a=1, a=2", "class=1", "a={'x': 1, b=2}", "1, a=2", "a=f(1)", "a=1,b=2", "a=-inf"],
+)
+def test_namespace_bodies_python_reads_otherwise_go_to_the_ast(body):
+    assert tau_log._namespace_as_dict(body) is None

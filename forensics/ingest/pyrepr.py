@@ -20,6 +20,8 @@ from typing import Any
 # Python's tokenizer refuses brackets nested deeper than this; JSON would read them.
 MAX_NESTING = 200
 
+# A whole string literal without prefix, in either quote (a backslash escapes what follows).
+STRING = r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'" r'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
 _TOKEN = re.compile(
     r"'([^'\\\n]*+(?:\\.[^'\\\n]*+)*+)'"  # 1: a single-quoted string's body
     r'|"([^"\\\n]*+(?:\\.[^"\\\n]*+)*+)"'  # 2: a double-quoted string's body
