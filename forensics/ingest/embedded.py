@@ -19,12 +19,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.ingest import sdk_repr
+from forensics.ingest import pyrepr, sdk_repr
 
 MAX_SPAN_LINES = 5000
 MAX_OBJECT_CHARS = 32 * 1024 * 1024
 
-_SPECIAL = re.compile(r"[{}\"'\\]")
+# A whole string (a backslash escapes the next character) or a brace; a quote alone is a
+# string that does not close on its line.
+_STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|[{}'"]""", re.S)
 # An object starts with `{` followed by a key quote, an empty body or the end of the line
 # (pretty-printed). This keeps `{name}` placeholders in prose from being taken for data.
 _START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
@@ -52,36 +54,27 @@ class Line:
 
 
 class _Braces:
-    """Brace depth and string state of a candidate object, carried across lines."""
+    """Brace depth of a candidate object, carried across lines (a string never is: neither
+    JSON nor repr strings contain raw newlines)."""
 
     def __init__(self) -> None:
         self.depth = 0
-        self.quote: str | None = None
 
     def advance(self, s: str, i: int) -> int:
         """Index just past the closing brace, -1 if s ends first, -2 if a string spans lines."""
-        while True:
-            m = _SPECIAL.search(s, i)
-            if m is None:
-                # Neither JSON nor repr strings contain raw newlines: a string still open at the
-                # end of the line means this was never an object.
-                return -2 if self.quote else -1
-            c, j = m.group(), m.start()
-            if self.quote:
-                if c == "\\":
-                    i = j + 2
-                    continue
-                if c == self.quote:
-                    self.quote = None
-            elif c in "\"'":
-                self.quote = c
-            elif c == "{":
+        # One regex step per brace or whole string: a string's braces and escapes are skipped
+        # in C, not a character at a time.
+        for m in _STEP.finditer(s, i):
+            c = m.group()
+            if c == "{":
                 self.depth += 1
             elif c == "}":
                 self.depth -= 1
                 if self.depth == 0:
-                    return j + 1
-            i = j + 1
+                    return m.end()
+            elif len(c) == 1:
+                return -2  # a quote that does not close on this line
+        return -1
 
 
 def parse_object(text: str) -> tuple[Any, str | None]:
@@ -94,6 +87,9 @@ def parse_object(text: str) -> tuple[Any, str | None]:
         return None, "object nested too deeply"
     if len(text) > MAX_OBJECT_CHARS:
         return None, json_error
+    read, value = pyrepr.loads(text)
+    if read:
+        return value, None
     try:
         return ast.literal_eval(text), None
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -136,6 +132,14 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                 line.objects.append(Found(number, prefix, text[start:end], value))
                 pos = end
                 continue
+            if text[-1] == "}" and len(text) - start <= MAX_OBJECT_CHARS:
+                # A repr dict that ends the line (tau-bench's `✅ task_id=N {info}`): when the
+                # rest of the line reads as one value, its brace closes there, and matching
+                # braces first would only find that out again.
+                read, value = pyrepr.loads(text[start:])
+                if read:
+                    line.objects.append(Found(number, prefix, text[start:], value))
+                    break
             braces = _Braces()
             end = braces.advance(text, start)
             if end >= 0:

@@ -303,15 +303,63 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None]]:
     with open_binary(path) as raw:
         stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
         lineno = 0
-        while chunk := stream.readline(MAX_LINE_BYTES):
-            lineno += 1
-            if len(chunk) >= MAX_LINE_BYTES and not chunk.endswith(b"\n"):
-                while chunk and not chunk.endswith(b"\n"):
-                    chunk = stream.readline(MAX_LINE_BYTES)
-                yield lineno, None
-                continue
-            yield lineno, chunk.decode("utf-8", errors="replace").rstrip("\r\n")
+        for number, text in _lines(stream, MAX_LINE_BYTES):
+            lineno = number
+            yield number, text
         _record_damage(stream, f"after line {lineno}; the lines before it were read")
+
+
+_BLOCK = 1 * MIB
+
+
+def _lines(stream: io.BufferedReader, cap: int) -> Iterator[tuple[int, str | None]]:
+    """The lines of a stream, a block at a time: a block's complete lines are decoded and split
+    at once (UTF-8 never has a newline byte inside a character, so this decodes as line by line
+    would). Lines of `cap` bytes or more (newline excluded) are None and not held.
+
+    read1 takes what one read of the underlying stream gives: when it raises (a decompression
+    cap), every line delivered before it has been handed out, as readline would have."""
+    lineno = 0
+    carry: list[bytes] = []  # the start of a line whose end is not read yet
+    held = 0
+    skipping = False  # inside a line over the cap: its bytes are dropped up to its end
+    while block := stream.read1(_BLOCK):
+        if skipping:
+            nl = block.find(b"\n")
+            if nl < 0:
+                continue
+            block, skipping = block[nl + 1 :], False
+        last = block.rfind(b"\n")
+        if last < 0:
+            if block:
+                carry.append(block)
+                held += len(block)
+        else:
+            complete = b"".join([*carry, block[:last]]) if carry else block[:last]
+            rest = block[last + 1 :]
+            carry, held = ([rest], len(rest)) if rest else ([], 0)
+            if len(complete) < cap:
+                text = complete.decode("utf-8", errors="replace")
+                lines = text.split("\n")
+                if "\r" in text:
+                    lines = [line.rstrip("\r") for line in lines]
+                for line in lines:
+                    lineno += 1
+                    yield lineno, line
+            else:
+                for piece in complete.split(b"\n"):
+                    lineno += 1
+                    too_long = len(piece) >= cap
+                    yield (
+                        lineno,
+                        None if too_long else piece.decode("utf-8", "replace").rstrip("\r"),
+                    )
+        if held >= cap:
+            lineno += 1
+            yield lineno, None
+            carry, held, skipping = [], 0, True
+    if held:
+        yield lineno + 1, b"".join(carry).decode("utf-8", errors="replace").rstrip("\r")
 
 
 # --- which files a scan reads -----------------------------------------------------------------

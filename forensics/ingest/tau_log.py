@@ -14,12 +14,13 @@ Everything else is ignored; objects that look like data but do not parse become 
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 import shlex
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import embedded, files, sdk_repr
+from forensics.ingest import embedded, files, pyrepr, sdk_repr
 from forensics.ingest.records import (
     Collector,
     Episode,
@@ -46,6 +47,11 @@ _ENDPOINT = re.compile(r"\b(agent|user)[ _-]?(?:endpoint|api[ _]base|base[ _]url
 _SERVER = re.compile(
     r"(vllm serve\s.*|vllm\.entrypoints\.openai\.api_server\s.*|sglang\.launch_server\s.*)"
 )
+# Every line a text regex below can match contains one of these: one search skips the rest.
+_TEXT_FACT = re.compile(
+    r"Namespace\(|Running task|Results saved to|\(checkpoint path: |vllm|sglang|variant"
+    r"|status=|exit_reason=|max_|endpoint|api[ _]base|base[ _]url"
+)
 # Server flags worth carrying as labels: they decide how reasoning and tool calls are parsed.
 _SERVER_FLAGS = (
     "--tool-call-parser",
@@ -70,6 +76,11 @@ _NAMESPACE_LABELS = (
 
 def parse_namespace(body: str) -> dict[str, Any]:
     """argparse's `Namespace(a=1, b='x')` printout as a dict (values as Python literals)."""
+    fast = _namespace_as_dict(body)
+    return fast if fast is not None else _namespace_by_ast(body)
+
+
+def _namespace_by_ast(body: str) -> dict[str, Any]:
     try:
         call = ast.parse(f"f({body})", mode="eval").body
     except SyntaxError:
@@ -82,6 +93,31 @@ def parse_namespace(body: str) -> dict[str, Any]:
             except ValueError:
                 out[kw.arg or ""] = ast.unparse(kw.value)
     return out
+
+
+# A string (skipped whole) or a keyword that starts the body or follows `, `.
+_KWARG = re.compile(pyrepr.STRING + r"|(?:^|(?<=, ))([A-Za-z_][A-Za-z0-9_]*)=(?!=)")
+
+
+def _namespace_as_dict(body: str) -> dict[str, Any] | None:
+    """`a=1, b='x'` read as the dict literal `{'a': 1, 'b': 'x'}` through pyrepr, without
+    compiling it; None when that is not exactly what the ast reading gives. The keywords
+    rewritten must come back as the dict's keys, in order: a `name=` inside a value, a repeated
+    keyword or a positional argument makes them differ (or the text not JSON) and the ast
+    reading decides."""
+    names: list[str] = []
+
+    def key(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name is None:
+            return m.group()
+        names.append(name)
+        return f'"{name}": '
+
+    read, value = pyrepr.loads("{" + _KWARG.sub(key, body) + "}")
+    if not read or list(value) != names or any(keyword.iskeyword(n) for n in names):
+        return None
+    return value
 
 
 def parse_server_command(cmd: str) -> dict[str, str]:
@@ -254,6 +290,8 @@ class _LogReader:
             self.feed_object(found)
 
     def feed_text(self, number: int, text: str) -> None:
+        if not _TEXT_FACT.search(text):
+            return  # most lines (HTTP logs, progress) state nothing this reader keeps
         if m := _NAMESPACE.match(text):
             self.start_run(parse_namespace(m.group(1)))
         elif m := _RUNNING_TASK.match(text):
@@ -342,7 +380,12 @@ def ingest(path: Path, collector: Collector) -> int:
     """Read one text log into the collector; returns the number of records recognised."""
     reader = _LogReader(path, collector)
     for line in embedded.scan(files.iter_lines(path)):
-        with isolated(collector, str(path), line.number, FORMAT):
+        try:
             reader.feed(line)
+        except Exception:
+            # Handled as `with isolated(...)` around each line would, without entering a
+            # context manager for every line of the log.
+            with isolated(collector, str(path), line.number, FORMAT):
+                raise
     reader.finish()
     return reader.records
