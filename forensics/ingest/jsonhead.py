@@ -57,6 +57,7 @@ def _top_level(stripped: str) -> tuple[int | None, dict[str, object]]:
             k: None if isinstance(v, dict | list) else v for k, v in value.items()
         }
     out: dict[str, object] = {}
+    end: int | None = None
     depth = 0
     key: str | None = None
     expect_value = False
@@ -70,7 +71,8 @@ def _top_level(stripped: str) -> tuple[int | None, dict[str, object]]:
         elif tok in "}]":
             depth -= 1
             if depth == 0:
-                return offset + m.end(), out
+                end = offset + m.end()
+                break
         elif depth != 1 or tok == ",":
             continue
         elif tok == ":":
@@ -88,4 +90,4 @@ def _top_level(stripped: str) -> tuple[int | None, dict[str, object]]:
                 key = None
     if key is not None and expect_value:
         out.setdefault(key, None)
-    return None, out
+    return end, out
