@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from forensics.ingest import jsonhead, jsonwalk
@@ -134,6 +134,9 @@ def heads(draw: st.DrawFn) -> str:
 
 @settings(max_examples=800, deadline=None)
 @given(heads(), st.lists(st.sampled_from(["whole", "stripped", "first line", "line two"])))
+@example('{"a":} null}', [])  # a key whose value the object's end cuts
+@example('{"a": "x}', ["whole"])  # then the same text, longer: the quote now opens a string
+@example('{"a": "x}"}', ["first line"])
 def test_top_level_equals_the_token_walk(head, asks):
     lines = head.lstrip().split("\n")
     variants = {
@@ -154,3 +157,11 @@ def test_top_level_keys_equals_the_token_walk(head, starts):
         assert jsonwalk.top_level_keys(head, start) == reference_top_level_keys(head, start)
         other = head[: len(head) // 2]
         assert jsonwalk.top_level_keys(other, start) == reference_top_level_keys(other, start)
+
+
+def test_a_cut_head_then_a_longer_one_is_read_again():
+    """A walk's close depends on what follows it: a quote the cut left unmatched opens a
+    string in the longer text, so the keys of the shorter are not reused."""
+    short, longer = '{"a": "x}', '{"a": "x}", "b": 1}'
+    assert jsonhead.top_level(short) == reference_top_level(short) == {"a": None}
+    assert jsonhead.top_level(longer) == reference_top_level(longer) == {"a": "x}", "b": 1}

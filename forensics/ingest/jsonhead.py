@@ -15,7 +15,7 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 
 # (text, end, keys) of the last head read: format detection asks every sniffer in turn about
 # the same head (stripped or not, or only its first line), and reading it once is enough. end:
-# where the object closed (the keys depend on nothing after it), None if the head cuts it.
+# where the object parsed as JSON closed (its keys depend on nothing after it), else None.
 # Callers only read the keys.
 _last: tuple[str, int | None, dict[str, object]] = ("", None, {})
 _DECODER = json.JSONDecoder()
@@ -70,7 +70,7 @@ def _top_level(stripped: str) -> tuple[int | None, dict[str, object]]:
         elif tok in "}]":
             depth -= 1
             if depth == 0:
-                return offset + m.end(), out
+                break
         elif depth != 1 or tok == ",":
             continue
         elif tok == ":":
@@ -88,4 +88,6 @@ def _top_level(stripped: str) -> tuple[int | None, dict[str, object]]:
                 key = None
     if key is not None and expect_value:
         out.setdefault(key, None)
+    # No end: where a walk closes depends on what follows (a quote the cut left unmatched
+    # starts a string in a longer text), so its keys are reused for this very text only.
     return None, out

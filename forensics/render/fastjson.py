@@ -32,7 +32,7 @@ _SPLIT = "\0"
 # path, which reproduces json's isinstance dispatch.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _STR = frozenset({str})
-_CHUNK = 512  # records templated at once: a failed check re-encodes at most this many
+_CHUNK = 512  # records templated at once (after an error, written again in document order)
 _encoders: dict[str, Any] = {}
 
 
