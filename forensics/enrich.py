@@ -31,12 +31,19 @@ TAIL_MAX_CANDIDATES = 32
 
 def _compression_ratio(texts: pl.Series) -> pl.Series:
     out: list[float | None] = []
+    # Logs repeat whole texts (a run's system prompt in every episode, tool outputs, canned
+    # replies): each distinct window is compressed once.
+    seen: dict[str, float] = {}
     for text in texts:
         if text is None or len(text) < MIN_COMPRESSION_CHARS:
             out.append(None)
             continue
-        raw = text[-COMPRESSION_WINDOW:].encode()
-        out.append(round(len(raw) / len(zlib.compress(raw, 9)), 3))
+        window = text[-COMPRESSION_WINDOW:]
+        ratio = seen.get(window)
+        if ratio is None:
+            raw = window.encode()
+            ratio = seen[window] = round(len(raw) / len(zlib.compress(raw, 9)), 3)
+        out.append(ratio)
     return pl.Series(out, dtype=pl.Float64)
 
 
