@@ -31,12 +31,19 @@ TAIL_MAX_CANDIDATES = 32
 
 def _compression_ratio(texts: pl.Series) -> pl.Series:
     out: list[float | None] = []
+    # Logs repeat whole texts (a run's system prompt in every episode, tool outputs, canned
+    # replies): each distinct window is compressed once.
+    seen: dict[str, float] = {}
     for text in texts:
         if text is None or len(text) < MIN_COMPRESSION_CHARS:
             out.append(None)
             continue
-        raw = text[-COMPRESSION_WINDOW:].encode()
-        out.append(round(len(raw) / len(zlib.compress(raw, 9)), 3))
+        window = text[-COMPRESSION_WINDOW:]
+        ratio = seen.get(window)
+        if ratio is None:
+            raw = window.encode()
+            ratio = seen[window] = round(len(raw) / len(zlib.compress(raw, 9)), 3)
+        out.append(ratio)
     return pl.Series(out, dtype=pl.Float64)
 
 
@@ -198,9 +205,13 @@ def _sliced(df: pl.DataFrame, step: Callable[[pl.DataFrame], pl.DataFrame]) -> p
     return pl.concat(parts) if len(parts) > 1 else parts[0]
 
 
-def enrich(turns: pa.Table) -> pl.DataFrame:
-    """The turn table with secrets redacted and the derived columns of schema.DERIVED_COLUMNS."""
-    df = _sliced(pl.from_arrow(turns), _own_signals)  # type: ignore[arg-type]
+def enrich(turns: pa.Table | pl.DataFrame) -> pl.DataFrame:
+    """The turn table with secrets redacted and the derived columns of schema.DERIVED_COLUMNS.
+
+    Given as a polars frame, the turns are not converted again: a caller that converts them
+    itself can free the Arrow table before enrichment grows its columns."""
+    frame = turns if isinstance(turns, pl.DataFrame) else pl.from_arrow(turns)
+    df = _sliced(frame, _own_signals)  # type: ignore[arg-type]
     # The two signals that compare a turn with the previous turn of the same actor: the window
     # runs once over the whole table on small columns (a row number, a flag), and each slice
     # then fetches its previous turns' bigrams by row number.

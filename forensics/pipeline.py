@@ -129,11 +129,12 @@ def scan(
     if settings.ignore_paths and not data.files and data.skipped:
         raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
     progress.stage("checking rules")
-    turns = enrich.enrich(data.turns)
+    raw_turns = pl.from_arrow(data.turns)
     trajectories = pl.from_arrow(data.trajectories)
     rejects = pl.from_arrow(data.rejects)
     files, skipped = data.files, data.skipped
-    del data  # its Arrow turns: the enriched frame holds its own copy of every column
+    del data  # its Arrow turns, before enrichment grows the frame that holds their copy
+    turns = enrich.enrich(raw_turns)  # type: ignore[arg-type]
     checked = engine.check(turns, trajectories, rules)  # type: ignore[arg-type]
     progress.stage("diagnosing")
     diagnosis = diagnose_mod.diagnose(

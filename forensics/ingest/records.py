@@ -375,7 +375,7 @@ class Collector:
         self._seen_trajectories[base] = n + 1
         return (base if n == 0 else f"{base}#{n + 1}"), trial
 
-    def _turn_row(self, ep: Episode, index: int, msg: dict[str, Any]) -> dict[str, Any]:
+    def _turn_row(self, ep: Episode, index: int, line: int, msg: dict[str, Any]) -> dict[str, Any]:
         run = ep.run
         role = msg.get("role")
         content = text_of(msg.get("content"))
@@ -413,6 +413,7 @@ class Collector:
             row.update(overrides)
             if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
                 row["finish_reason"] = normalise_finish_reason(row["finish_reason_raw"])
+        row["source_line"] = line  # the message's own line, whatever the fields say
         return row
 
     def add_episode(self, ep: Episode) -> None:
@@ -424,7 +425,7 @@ class Collector:
         dropped = 0
         for index, (line, msg) in enumerate(ep.messages):
             try:
-                row = _TURNS.check(self._turn_row(ep, index - dropped, msg) | {"source_line": line})
+                row = _TURNS.check(self._turn_row(ep, index - dropped, line, msg))
             except BadValue as exc:
                 dropped += 1
                 self.reject(
