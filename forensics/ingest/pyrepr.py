@@ -88,7 +88,12 @@ def to_json(text: str) -> str | None:
 
 def loads(text: str) -> tuple[bool, Any]:
     """(True, value) when the repr text reads through JSON; (False, None) when it needs the
-    Python parser (or is not a literal at all)."""
+    Python parser (or is not a literal at all).
+
+    Only a bracketed text is read: inside brackets Python takes any line break and indent as
+    JSON takes whitespace, outside them (`0\\r `) it does not."""
+    if not text or text[0] not in "{[" or text[-1] not in "}]":
+        return False, None
     rewritten = to_json(text)
     if rewritten is None:
         return False, None
