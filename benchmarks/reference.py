@@ -14,7 +14,9 @@ Each round runs, one after the other, as separate processes measured from outsid
   - for captures, DuckDB `CREATE TABLE t AS SELECT * FROM read_json(FILE)` with 2 threads
     (every column materialised), and a line loop that parses each line with orjson (the
     standard library's json when orjson is not installed; the table says which).
-Medians over the rounds are printed as a Markdown table. Rounds interleave the programs, so a
+The package is byte-compiled first, as a pip install leaves it (a sandbox that sets
+PYTHONDONTWRITEBYTECODE would otherwise recompile it in every process). Medians over the rounds
+are printed as a Markdown table. Rounds interleave the programs, so a
 busy machine slows all of them alike; the ratios are what to compare.
 """
 
@@ -117,6 +119,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "forensics")], check=True)
     out = args.dir / "scan.json"
     loop = "orjson" if _have_orjson() else "json"
 
