@@ -855,22 +855,40 @@ RETAIL_TOOLS = [
         ["order_id", "item_ids", "new_item_ids", "payment_method_id"],
     ),
     ("find_user_id_by_email", "Find user id by email.", ["email"]),
-    ("find_user_id_by_name_zip", "Find user id by first name, last name, and zip code.",
-     ["first_name", "last_name", "zip"]),
+    (
+        "find_user_id_by_name_zip",
+        "Find user id by first name, last name, and zip code.",
+        ["first_name", "last_name", "zip"],
+    ),
     ("get_order_details", "Get the status and details of an order.", ["order_id"]),
     ("get_product_details", "Get the inventory details of a product.", ["product_id"]),
     ("get_user_details", "Get the details of a user, including their orders.", ["user_id"]),
     ("list_all_product_types", "List the name and product id of all product types.", []),
-    ("modify_pending_order_address", "Modify the shipping address of a pending order.",
-     ["order_id", "address1", "address2", "city", "state", "country", "zip"]),
-    ("modify_pending_order_items", "Modify items in a pending order to new items.",
-     ["order_id", "item_ids", "new_item_ids", "payment_method_id"]),
-    ("modify_pending_order_payment", "Modify the payment method of a pending order.",
-     ["order_id", "payment_method_id"]),
-    ("modify_user_address", "Modify the default address of a user.",
-     ["user_id", "address1", "address2", "city", "state", "country", "zip"]),
-    ("return_delivered_order_items", "Return some items of a delivered order.",
-     ["order_id", "item_ids", "payment_method_id"]),
+    (
+        "modify_pending_order_address",
+        "Modify the shipping address of a pending order.",
+        ["order_id", "address1", "address2", "city", "state", "country", "zip"],
+    ),
+    (
+        "modify_pending_order_items",
+        "Modify items in a pending order to new items.",
+        ["order_id", "item_ids", "new_item_ids", "payment_method_id"],
+    ),
+    (
+        "modify_pending_order_payment",
+        "Modify the payment method of a pending order.",
+        ["order_id", "payment_method_id"],
+    ),
+    (
+        "modify_user_address",
+        "Modify the default address of a user.",
+        ["user_id", "address1", "address2", "city", "state", "country", "zip"],
+    ),
+    (
+        "return_delivered_order_items",
+        "Return some items of a delivered order.",
+        ["order_id", "item_ids", "payment_method_id"],
+    ),
     ("think", "Use the tool to think about something.", ["thought"]),
     ("transfer_to_human_agents", "Transfer the user to a human agent.", ["summary"]),
 ]
@@ -975,7 +993,9 @@ def capture_calls(records):
                     "max_tokens": MAX_TOKENS,
                 }
                 words = len(msg["content"].split())
-                lines.append(exchange_line(request, msg["content"], "stop", words * 4 // 3, seq, created))
+                lines.append(
+                    exchange_line(request, msg["content"], "stop", words * 4 // 3, seq, created)
+                )
                 user_messages.append({"role": "assistant", "content": msg["content"]})
             else:
                 request = {
@@ -986,7 +1006,9 @@ def capture_calls(records):
                     "temperature": 0.0,
                     "max_tokens": MAX_TOKENS,
                 }
-                lines.append(exchange_line(request, msg["content"], "length", MAX_TOKENS, seq, created))
+                lines.append(
+                    exchange_line(request, msg["content"], "length", MAX_TOKENS, seq, created)
+                )
                 user_messages.append({"role": "user", "content": msg["content"]})
             seq += 1
             created += 3 if msg["role"] == "user" else 9
