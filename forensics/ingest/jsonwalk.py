@@ -119,37 +119,14 @@ def trailing(text: str, end: int) -> int | None:
 
 
 def positioned_array(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
-    """An array as [(start offset, element)], for walkers that need element positions.
-
-    `elements` with `value`, unrolled: a results file has tens of thousands of messages and
-    the generator and helper calls per element cost as much as decoding it."""
+    """An array as [(start offset, element)], for walkers that need element positions."""
     out: list[tuple[int, Any]] = []
-    pos = skip_ws(text, _expect(text, pos, "["))
-    n = len(text)
-    if pos < n and text[pos] == "]":
-        return out, pos + 1
-    decode = _DECODER.raw_decode
-    ws = _WS
-    while True:
-        while pos < n and text[pos] in ws:
-            pos += 1
-        try:
-            item, end = decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise WalkError(exc.pos, exc.msg) from None
-        except RecursionError:
-            raise WalkError(pos, "nested too deeply") from None
-        out.append((pos, item))
-        pos = end
-        while pos < n and text[pos] in ws:
-            pos += 1
-        if pos >= n:
-            raise WalkError(pos, "file ends inside an array")
-        if text[pos] == "]":
-            return out, pos + 1
-        if text[pos] != ",":
-            raise WalkError(pos, "expected ','")
-        pos += 1
+    end = skip_ws(text, _expect(text, pos, "["))  # an empty array closes right here
+    for start, item, stop in elements(text, pos):
+        out.append((start, item))
+        end = stop
+    # `elements` returned only after seeing the closing bracket after `end`.
+    return out, skip_ws(text, end) + 1
 
 
 def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = (dict,)) -> bool:
@@ -225,7 +202,6 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 # (text, start, keys) of the last call: format detection asks several sniffers (tau2 results,
 # tau2 simulation, Gemini) about the same head.
 _last_keys: tuple[str, int, list[str]] = ("", -1, [])
-_SKIP = json.JSONDecoder()
 
 
 def top_level_keys(text: str, start: int = 0) -> list[str]:
@@ -256,7 +232,7 @@ def _top_level_keys(text: str, start: int) -> list[str]:
         if tok in "{[":
             if depth == 1:  # a value: when it parses, step over it in C (it holds no key)
                 try:
-                    end = _SKIP.raw_decode(text, m.start())[1]
+                    end = _DECODER.raw_decode(text, m.start())[1]
                 except (ValueError, RecursionError):
                     pass
                 else:
