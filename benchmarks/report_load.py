@@ -69,8 +69,8 @@ def main() -> None:
     from test_report_browser import Browser, _chromium
 
     import forensics
-    from forensics import report as report_model
-    from forensics.render import html
+    from forensics.report import model as report_model
+    from forensics.report.render import html
 
     paths = generate(args.dir / "input", args.n)
     size_in = sum(p.stat().st_size for p in paths)

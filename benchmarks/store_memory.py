@@ -54,7 +54,7 @@ def measure(mode: str, copies: int) -> None:
     import pyarrow.parquet as pq
 
     from forensics import store
-    from forensics.result import tables
+    from forensics.diagnosis.result import tables
 
     result = build(copies)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

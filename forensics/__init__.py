@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from forensics.diagnosis.result import ScanResult
     from forensics.pipeline import Scan, connect, scan
-    from forensics.result import ScanResult
 
 __all__ = ["Scan", "ScanResult", "connect", "scan"]
 __version__ = "0.1.0"
@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(pipeline, name)
     if name == "ScanResult":
-        from forensics.result import ScanResult
+        from forensics.diagnosis.result import ScanResult
 
         return ScanResult
     raise AttributeError(f"module 'forensics' has no attribute {name!r}")

@@ -17,7 +17,8 @@ import click
 from forensics import atomic, progress
 
 if TYPE_CHECKING:
-    from forensics import config, engine
+    from forensics import config
+    from forensics.check import engine
 
 # schema.SEVERITIES, spelled here so that `forensics --help` need not import pyarrow, polars
 # and duckdb (tests/test_cli_lazy.py keeps the two equal). Commands import what they use.
@@ -33,7 +34,7 @@ def _fail(message: str) -> NoReturn:
 def _shown(message: str) -> str:
     """An error message on stderr: a path in it may hold a secret or terminal escapes."""
     from forensics.redact import redact_text
-    from forensics.render.safe import guard_line, one_line
+    from forensics.report.render.safe import guard_line, one_line
 
     return guard_line(one_line(redact_text(message) or ""))
 
@@ -144,7 +145,7 @@ def _terminal_options(f: Callable) -> Callable:
 
 def _style(stream: TextIO, color: str) -> Any:
     """Wrapping at the terminal's width and colour, only for a person at a terminal."""
-    from forensics.render import text
+    from forensics.report.render import text
 
     tty = progress.wanted(stream, quiet=False, env={})  # a terminal, CI or not
     on = color == "always" or (color == "auto" and tty and not os.environ.get("NO_COLOR"))
@@ -159,7 +160,8 @@ def _chosen_rules(
     ignore: tuple[str, ...],
 ) -> config.Settings:
     """The settings with --select/--ignore applied: every rule not selected, or ignored, off."""
-    from forensics import config, engine
+    from forensics import config
+    from forensics.check import engine
 
     if not select and not ignore:
         return settings
@@ -371,12 +373,13 @@ def scan(
     --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
     is written, whatever was found. Flags win over [tool.forensics] settings.
     """
-    from forensics import __version__, config, engine, gate
-    from forensics import report as report_model
-    from forensics.ingest.files import InputError
+    from forensics import __version__, config, gate
+    from forensics.check import engine
+    from forensics.ingest.parse.files import InputError
     from forensics.pipeline import scan as run_scan
-    from forensics.render import github as github_out
-    from forensics.render import html, jsonout, junit, markdown, sarif, text
+    from forensics.report import model as report_model
+    from forensics.report.render import github as github_out
+    from forensics.report.render import html, jsonout, junit, markdown, sarif, text
 
     files = {
         "html": None if no_report else output,
@@ -403,7 +406,7 @@ def scan(
             stack.enter_context(progress.shown(sys.stderr, shutil.get_terminal_size().columns))
         names, spool = list(paths), None
         if "-" in names:
-            from forensics import stdin
+            from forensics.tools import stdin
 
             spool = stack.enter_context(stdin.spooled(sys.stdin.buffer))
             names = [str(spool) if p == "-" else p for p in names]
@@ -559,9 +562,11 @@ def show_cmd(
     Exit codes: 0 shown; 2 no such trajectory, an ambiguous one (the candidates are listed),
     or no --db and no PATHS.
     """
-    from forensics import config, engine, show
-    from forensics.ingest.files import InputError
-    from forensics.render import episode
+    from forensics import config
+    from forensics.check import engine
+    from forensics.ingest.parse.files import InputError
+    from forensics.report.render import episode
+    from forensics.tools import show
 
     try:
         if db_path is not None:
@@ -628,7 +633,7 @@ def query(sql: str, db_path: Path, fmt: str) -> None:
     views: rule_rates, trajectory_findings, rule_pairs.
     """
     from forensics import store
-    from forensics.render import table
+    from forensics.report.render import table
 
     try:
         columns, rows = store.query(db_path, sql)
@@ -678,8 +683,10 @@ def diff_cmd(
     """
     import json
 
-    from forensics import config, diff, engine
-    from forensics.ingest.files import InputError
+    from forensics import config
+    from forensics.check import engine
+    from forensics.ingest.parse.files import InputError
+    from forensics.tools import diff
 
     try:
         settings = _settings(config_path, no_config)
@@ -695,7 +702,7 @@ def diff_cmd(
         _fail(str(exc))
     if json_path:
         _write(json_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    from forensics.render import text
+    from forensics.report.render import text
 
     # Each line escaped like the gate's: paths and messages come from the command and the logs.
     click.echo(text.gate_lines(diff.render_text(result, a, b).splitlines()), nl=False)
@@ -706,7 +713,7 @@ def diff_cmd(
 def schema_cmd() -> None:
     """Print every table and column with its description, and the SQL views."""
     from forensics import schema
-    from forensics.result import VIEWS
+    from forensics.diagnosis.result import VIEWS
 
     click.echo(schema.describe(), nl=False)
     click.echo("views (in --db files and forensics.scan(...).sql)")
@@ -719,14 +726,14 @@ def schema_cmd() -> None:
 @_rules_option
 def formats_cmd(rules_dirs: tuple[Path, ...]) -> None:
     """List every input format: how it is detected, the columns it fills, the rules it allows."""
-    from forensics import format_catalogue
+    from forensics.tools import format_catalogue
 
     rules = _load_rules(rules_dirs)
     click.echo(format_catalogue.render_text(format_catalogue.entries(rules), len(rules)), nl=False)
 
 
 def _load_rules(rules_dirs: tuple[Path, ...]) -> list[engine.Rule]:
-    from forensics import engine
+    from forensics.check import engine
 
     try:
         return engine.load_rules(list(rules_dirs))
@@ -749,7 +756,7 @@ def rules_cmd(ctx: click.Context, rules_dirs: tuple[Path, ...], fmt: str) -> Non
     ctx.obj = {"rules_dirs": rules_dirs}
     if ctx.invoked_subcommand is not None:
         return
-    from forensics import catalogue
+    from forensics.tools import rule_catalogue as catalogue
 
     rules = _load_rules(rules_dirs)
     if fmt == "markdown":
@@ -796,7 +803,8 @@ def rules_explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]
 @click.option("--check", is_flag=True, help="Only check: exit 1 when the table is stale.")
 def rules_readme(path: Path, check: bool) -> None:
     """Write the pack's rule table between the rule-table markers of README.md."""
-    from forensics import catalogue, engine
+    from forensics.check import engine
+    from forensics.tools import rule_catalogue as catalogue
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -833,7 +841,7 @@ def rules_readme(path: Path, check: bool) -> None:
 )
 def rules_new(rule_id: str, rules_dir: Path, fixtures_dir: Path) -> None:
     """Scaffold a preview rule (DIR/ID.toml) and its fixtures (ID.jsonl); never overwrites."""
-    from forensics import scaffold
+    from forensics.tools import scaffold
 
     try:
         made = scaffold.new_rule(rule_id, rules_dir, fixtures_dir)

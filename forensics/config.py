@@ -28,11 +28,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from forensics.limits import MIB, Limits
 from forensics.schema import SEVERITIES
 
 if TYPE_CHECKING:
-    from forensics.engine import Rule
-from forensics.ingest.files import MIB, Limits
+    from forensics.check.engine import Rule
 
 CONFIG_FILES = ("forensics.toml", "pyproject.toml")
 KEYS = (

@@ -41,10 +41,13 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from forensics import diagnose, engine, enrich, ingest, pipeline, schema
+from forensics import ingest, pipeline, schema
+from forensics.check import engine, enrich
 from forensics.config import Settings
-from forensics.ingest import files as ingest_files
-from forensics.ingest import fusion, sidecars
+from forensics.diagnosis import diagnose
+from forensics.ingest import fusion
+from forensics.ingest.formats import sidecars
+from forensics.ingest.parse import files as ingest_files
 from forensics.ingest.records import Collector
 from forensics.ingest.rows import clean_text
 from forensics.redact import redact_name, redact_text

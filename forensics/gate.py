@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from forensics.config import parse_rate
-from forensics.ingest.zipmembers import SEPARATOR
-from forensics.schema import SEVERITIES
+from forensics.schema import ARCHIVE_MEMBER_SEPARATOR, SEVERITIES
 
 if TYPE_CHECKING:
-    from forensics.result import ScanResult
+    from forensics.diagnosis.result import ScanResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 BASELINE_VERSION = 1
@@ -281,7 +280,7 @@ def coverage(result: ScanResult) -> Coverage:
     ):
         rejects.setdefault(path, []).append((line, reason))
     # Rows read from a container's members name `<archive>!<member>` (ingest/zipmembers.py).
-    read |= {p[:i] for p in read for i, c in enumerate(p) if c == SEPARATOR}
+    read |= {p[:i] for p in read for i, c in enumerate(p) if c == ARCHIVE_MEMBER_SEPARATOR}
     unreadable = [
         (f.path, _why_unreadable(f.format, f.reason, f.note, rejects.get(f.path, [])))
         for f in sorted(result.files, key=lambda f: f.path)

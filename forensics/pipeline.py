@@ -13,15 +13,16 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from forensics import atomic, engine, enrich, ingest, progress, schema
-from forensics import diagnose as diagnose_mod
-from forensics import report as report_model
+from forensics import atomic, ingest, progress, schema
+from forensics.check import engine, enrich
 from forensics.config import Settings
-from forensics.ingest.files import InputError
+from forensics.diagnosis import diagnose as diagnose_mod
+from forensics.diagnosis.result import ScanResult
+from forensics.ingest.parse.files import InputError
 from forensics.redact import redact_name, redact_table, redact_text
-from forensics.render import html, jsonout, markdown
-from forensics.report_types import Report
-from forensics.result import ScanResult
+from forensics.report import model as report_model
+from forensics.report.render import html, jsonout, markdown
+from forensics.report.types import Report
 
 PathLike = str | os.PathLike[str]
 
@@ -40,7 +41,7 @@ class Scan(ScanResult):
     """
 
     def report(self, *, page: bool = False) -> Report:
-        """The report model every output renders (see forensics.report_types.Report)."""
+        """The report model every output renders (see forensics.report.types.Report)."""
         return report_model.build(self, page=page)
 
     def write_report(self, directory: PathLike = "forensics-report") -> Path:
@@ -96,9 +97,9 @@ def scan(
 
     Raises
     ------
-    forensics.ingest.files.InputError
+    forensics.ingest.parse.files.InputError
         A path that does not exist (every other input problem is a row of `rejects`).
-    forensics.engine.RuleError
+    forensics.check.engine.RuleError
         A rule file that can not be loaded.
     forensics.config.ConfigError
         Settings that can not be used as given.

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+# A source_path inside a container names the member after this: `logs/run.eval!samples/1.json`.
+# Readers write it and the gate parses it, so it is part of the tables' contract.
+ARCHIVE_MEMBER_SEPARATOR = "!"
+
 # Vocabulary every stage shares: rules declare it, diagnosis ranks by it, the gate and the
 # renderers speak it. It lives here, below every stage, so none imports another for words.
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
@@ -314,7 +318,7 @@ DERIVED_COLUMNS: list[Column] = [
         "text_call_format",
         pa.string(),
         "Assistant turns: the text protocol of a tool call written in the visible text "
-        "(forensics/textcalls.py): react_action (tau-bench ReAct/Act `Action: {json}`), "
+        "(forensics/check/textcalls.py): react_action (tau-bench ReAct/Act `Action: {json}`), "
         'react_action_input (`Action:` + `Action Input:`), json_action ({"action"|"name": …, '
         '"arguments"|"action_input"|…: …}), tool_code (```tool_code fence of Python '
         "calls), mistral_tool_calls ([TOOL_CALLS]), llama_python_tag (<|python_tag|>). NULL: none.",

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forensics import schema
-from forensics.result import ScanResult, create_views, sql_string, tables
+from forensics.diagnosis.result import ScanResult, create_views, sql_string, tables
 
 BATCH_ROWS = 8192
 # Below this many runs one Parquet file per table is simplest to read; above it, one file per

@@ -8,7 +8,7 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import schema
-from forensics.enrich import enrich
+from forensics.check.enrich import enrich
 
 
 def tables(

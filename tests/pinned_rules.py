@@ -11,7 +11,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from forensics import engine
+from forensics.check import engine
 from forensics.config import Settings
 
 SAMPLE_RULES = (

@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from forensics import accuracy, engine
+from forensics.check import engine
+from forensics.tools import accuracy
 
 from conftest import DATA, ROOT
 
@@ -103,7 +104,7 @@ def test_readme_publishes_the_measured_table(report):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert accuracy.table(report) in readme, (
         "README.md's accuracy table differs from the measurement; paste the output of "
-        "`python -m forensics.accuracy`:\n" + accuracy.table(report)
+        "`python -m forensics.tools.accuracy`:\n" + accuracy.table(report)
     )
 
 

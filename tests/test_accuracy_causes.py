@@ -8,8 +8,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from forensics import accuracy, causes, diagnose, engine, facts
-from forensics.enrich import enrich
+from forensics.check import engine
+from forensics.check.enrich import enrich
+from forensics.diagnosis import causes, diagnose, facts
+from forensics.tools import accuracy
 
 from conftest import DATA
 from episodes import tables as episode_tables

@@ -1,4 +1,4 @@
-"""The derived signals the catalogue rules read, checked one by one (forensics/enrich.py).
+"""The derived signals the catalogue rules read, checked one by one (forensics/check/enrich.py).
 
 Tool-call markup: every example string of the failure catalogue §1.2 must be named by the
 parser that reads it, prose about the tags must not, and the model id must settle the formats
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from forensics import schema
-from forensics.enrich import _tail_loop, enrich
+from forensics.check.enrich import _tail_loop, enrich
 
 # failure-catalogue §1.2, one example per format (verbatim where the catalogue quotes one).
 MARKUP = {

@@ -10,8 +10,8 @@ import sys
 
 from click.testing import CliRunner
 
-from forensics import report
 from forensics.cli import cli
+from forensics.report import model as report
 
 from conftest import ROOT, SAMPLES
 

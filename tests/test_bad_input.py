@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 import forensics
-from forensics.ingest import files
+from forensics.ingest.parse import files
 
 from conftest import SAMPLES
 

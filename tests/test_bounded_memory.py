@@ -8,7 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from forensics import enrich, ingest
+from forensics import ingest
+from forensics.check import enrich
 from forensics.ingest import records
 from forensics.redact import redact_table
 

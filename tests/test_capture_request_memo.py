@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import random
 
-from forensics.ingest import envelopes, exchange, requestinfo
-from forensics.ingest.prefix import PrefixParser
+from forensics.ingest.api import envelopes, exchange, requestinfo
+from forensics.ingest.api.prefix import PrefixParser
 
 from conftest import DATA
 

@@ -143,7 +143,7 @@ def test_rules_list_and_explain():
     res = run("rules")
     ids = [line.split()[0] for line in res.output.splitlines()]
     # the pack's own ids, whatever rules it holds (a new rule is its files, no list to extend)
-    from forensics import engine
+    from forensics.check import engine
 
     assert ids == [r.id for r in engine.load_rules()] and len(ids) >= 23
     res = run("rules", "explain", "unclosed-think")

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from forensics import coverage, progress
+from forensics import progress
 from forensics.cli import _style, cli
-from forensics.render import text
+from forensics.diagnosis import coverage
+from forensics.report.render import text
 
 from conftest import DATA, ROOT, SAMPLES
 
@@ -193,7 +194,7 @@ def test_a_terminal_gets_colour_unless_no_color_and_width_wrapping(monkeypatch):
 
 
 def test_wrapping_keeps_every_line_in_the_width_under_its_indent(output2_scan):
-    from forensics import report
+    from forensics.report import model as report
 
     model = report.build(output2_scan)
     out = text.render(model, None, text.Style(width=60))

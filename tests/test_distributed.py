@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from forensics import distributed, pipeline
 from forensics.cli import cli
-from forensics.render import jsonout
+from forensics.report.render import jsonout
 
 from conftest import DATA, SAMPLES
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import polars as pl
 
-from forensics import diagnose, engine
+from forensics.check import engine
+from forensics.diagnosis import diagnose
 
 from episodes import tables
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from forensics.render import fastjson, jsonout
+from forensics.report.render import fastjson, jsonout
 
 
 def _reference(value: Any) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from forensics import engine, format_catalogue, schema
+from forensics import schema
+from forensics.check import engine
 from forensics.cli import cli
 from forensics.ingest import FORMATS, Format
+from forensics.tools import format_catalogue
 
 
 def test_every_format_is_listed_once_in_detection_order():

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import forensics
 from forensics.cli import cli
-from forensics.result import runs_frame
+from forensics.diagnosis.result import runs_frame
 
 from hostile import mutation
 

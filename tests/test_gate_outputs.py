@@ -99,7 +99,7 @@ def test_github_annotations(workdir):
 
 
 def test_github_escapes_and_baseline_limits_to_new(workdir):
-    from forensics.render import github
+    from forensics.report.render import github
 
     model = {
         "findings": [
@@ -146,7 +146,7 @@ def test_github_escapes_and_baseline_limits_to_new(workdir):
 
 
 def test_md_writes_the_markdown_report(workdir):
-    from forensics.render import markdown
+    from forensics.report.render import markdown
 
     res = run(
         "scan",

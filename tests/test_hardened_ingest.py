@@ -12,7 +12,7 @@ import pytest
 
 import forensics
 from forensics.config import Settings
-from forensics.ingest import files
+from forensics.ingest.parse import files
 
 from conftest import DATA, SAMPLES
 from test_robustness import run_cli
@@ -99,7 +99,7 @@ def test_nesting_beyond_the_parser_is_a_reject_per_line(tmp_path):
 
 
 def test_a_reader_that_crashes_costs_its_file_only(tmp_path, monkeypatch, output2_alone):
-    from forensics.ingest import tau_results
+    from forensics.ingest.formats import tau_results
 
     def broken(*_args, **_kwargs):
         raise TypeError("unexpected shape")
@@ -319,7 +319,7 @@ def test_an_empty_directory_is_a_reject_not_silence(tmp_path):
 
 
 def test_ctrl_c_exits_130_with_one_line_and_no_torn_output(tmp_path, monkeypatch):
-    from forensics.render import jsonout
+    from forensics.report.render import jsonout
 
     def interrupted(_model):
         raise KeyboardInterrupt

@@ -10,7 +10,7 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from forensics.ingest import jsonhead, jsonwalk
+from forensics.ingest.parse import jsonhead, jsonwalk
 
 _HEAD_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
 _WALK_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')

@@ -12,7 +12,8 @@ import pytest
 import zstandard
 
 import forensics
-from forensics.ingest import detect, files, ingest
+from forensics.ingest import detect, ingest
+from forensics.ingest.parse import files
 
 DATA = Path(__file__).parent / "data" / "agents" / "inspect"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import forensics
-from forensics.ingest import atropos, detect
+from forensics.ingest import detect
+from forensics.ingest.formats import atropos
 
 from conftest import DATA
 

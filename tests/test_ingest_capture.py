@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 import forensics
 from forensics.cli import cli
-from forensics.ingest import exchange, files
+from forensics.ingest.api import exchange
+from forensics.ingest.parse import files
 
 from conftest import DATA
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import forensics
-from forensics.ingest import linking
+from forensics.ingest.api import linking
 
 SYSTEM = {"role": "system", "content": "You are an agent."}
 

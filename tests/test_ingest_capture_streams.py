@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.ingest import anthropic, openai_chat, openai_responses, sse
+from forensics.ingest.api import anthropic, openai_chat, openai_responses, sse
 
 
 def test_sse_framing():

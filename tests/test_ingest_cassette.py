@@ -11,7 +11,9 @@ import polars as pl
 import pytest
 
 import forensics
-from forensics.ingest import cassette, detect, files
+from forensics.ingest import detect
+from forensics.ingest.formats import cassette
+from forensics.ingest.parse import files
 
 from conftest import DATA, SHARED_REALDATA
 from test_robustness import run_cli

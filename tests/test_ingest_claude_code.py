@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import forensics
-from forensics.ingest import claude_code, detect
+from forensics.ingest import detect
+from forensics.ingest.formats import claude_code
 
 from conftest import DATA
 

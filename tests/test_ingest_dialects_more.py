@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import forensics
-from forensics.ingest import bedrock, exchange
-from forensics.ingest.exchange import Exchange, NotACall
+from forensics.ingest.api import bedrock, exchange
+from forensics.ingest.api.exchange import Exchange, NotACall
 
 from conftest import DATA
 

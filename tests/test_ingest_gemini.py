@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 import forensics
-from forensics.ingest import detect, gemini
+from forensics.ingest import detect
+from forensics.ingest.api import gemini
 from forensics.ingest.records import normalise_finish_reason
 
 from conftest import DATA, SHARED_REALDATA

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import forensics
-from forensics.ingest import detect, otlp
+from forensics.ingest import detect
+from forensics.ingest.formats import otlp
 
 from conftest import DATA
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import forensics
-from forensics.ingest import embedded, sdk_repr
+from forensics.ingest.parse import embedded, sdk_repr
 
 from conftest import DATA
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import forensics
-from forensics.ingest import detect, sharegpt
+from forensics.ingest import detect
+from forensics.ingest.formats import sharegpt
 
 from conftest import DATA
 

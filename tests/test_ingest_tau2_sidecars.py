@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 import forensics
 from forensics.cli import cli
-from forensics.ingest import detect, sidecars
+from forensics.ingest import detect
+from forensics.ingest.formats import sidecars
 
 from conftest import DATA, SAMPLES, SHARED_REALDATA
 

@@ -7,7 +7,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.ingest import files
+from forensics.ingest.parse import files
 
 
 def _by_readline(stream: io.BufferedReader, cap: int):

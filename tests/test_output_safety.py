@@ -2,7 +2,7 @@
 
 Hostile text is planted in every log-derived slot of a real report model (paths, messages,
 titles, fixes, evidence, notes, rejects, skipped entries) and each renderer's output is checked
-against an oracle written here, independently of forensics/render/safe.py: what a terminal
+against an oracle written here, independently of forensics/report/render/safe.py: what a terminal
 would obey, what the GitHub Actions runner would parse as a command (a port of its
 ActionCommand.TryParseV2 / TryParse), what a Markdown viewer would turn into links or blocks.
 """
@@ -26,10 +26,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 import forensics
-from forensics import report
 from forensics.cli import cli
-from forensics.render import github, jsonout, markdown, safe, text
-from forensics.render.paths import display
+from forensics.report import model as report
+from forensics.report.render import github, jsonout, markdown, safe, text
+from forensics.report.render.paths import display
 
 from conftest import SAMPLES
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import forensics
-from forensics import report
+from forensics.report import model as report
 
 from conftest import DATA, SAMPLES
 

@@ -1,4 +1,4 @@
-"""forensics.ingest.prefix: each line reads exactly as json.loads reads it, history reused."""
+"""forensics.ingest.api.prefix: each line reads exactly as json.loads reads it, history reused."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from forensics.ingest.prefix import PrefixParser
+from forensics.ingest.api.prefix import PrefixParser
 
 SYSTEM = {"role": "system", "content": "You are an agent. " * 10}
 TOOLS = [{"type": "function", "function": {"name": f"t{i}", "parameters": {}}} for i in range(3)]

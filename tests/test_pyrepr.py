@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.ingest import embedded, pyrepr, tau_log
+from forensics.ingest.formats import tau_log
+from forensics.ingest.parse import embedded, pyrepr
 
 from conftest import DATA
 

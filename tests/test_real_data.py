@@ -52,7 +52,7 @@ def test_full_shared_tau_bench_files_have_no_findings():
 def test_unrelated_runs_without_a_model_are_never_pooled_into_one_row():
     """Two real tau-bench runs whose files name no agent model: each gets its own row in the
     variant/model table (and its own mean reward), labelled with its run."""
-    from forensics import report
+    from forensics.report import model as report
 
     paths = [str(p) for p in COPIES]
     model = report.build(forensics.scan(paths), page=True)

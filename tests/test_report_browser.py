@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 import forensics
-from forensics import report as model
-from forensics.render import html
+from forensics.report import model
+from forensics.report.render import html
 
 from conftest import SAMPLES
 

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 import forensics
-from forensics import report
+from forensics.report import model as report
 
 from conftest import ROOT, SAMPLES
 

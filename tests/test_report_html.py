@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import forensics
-from forensics import report as model
-from forensics.render import html
+from forensics.report import model
+from forensics.report.render import html
 
 from conftest import SAMPLES
 

@@ -14,8 +14,8 @@ from markdown_it import MarkdownIt
 from test_report_html import KEY, PAYLOADS, hostile_results
 
 import forensics
-from forensics import report as model
-from forensics.render import markdown
+from forensics.report import model
+from forensics.report.render import markdown
 
 from conftest import SAMPLES
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import forensics
 from forensics.cli import main
-from forensics.ingest import files
+from forensics.ingest.parse import files
 
 from hostile import (
     ARRAY_FORMATS,

@@ -53,8 +53,9 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from forensics import engine, params, schema
-from forensics.enrich import enrich
+from forensics import schema
+from forensics.check import engine, params
+from forensics.check.enrich import enrich
 from forensics.ingest.records import normalise_finish_reason
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,8 +21,12 @@ import pytest
 from click.testing import CliRunner
 from test_rule_fixtures import load_cases, problems, run_cases, snapshot, verdict
 
-from forensics import accuracy, catalogue, causes, config, diagnose, engine, params, schema
+from forensics import config, schema
+from forensics.check import engine, params
 from forensics.cli import cli
+from forensics.diagnosis import causes, diagnose
+from forensics.tools import accuracy
+from forensics.tools import rule_catalogue as catalogue
 
 from conftest import ROOT, SAMPLES
 from episodes import tables as episode_tables

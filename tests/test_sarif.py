@@ -49,7 +49,7 @@ def test_valid_against_the_sarif_2_1_0_schema(workdir):
 
 
 def test_rules_carry_descriptions_and_help_from_the_rule_docs(workdir):
-    from forensics import engine
+    from forensics.check import engine
 
     doc, _ = sarif_of(workdir, "results/output2.txt")
     rules = doc["runs"][0]["tool"]["driver"]["rules"]

@@ -10,8 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 import forensics
-from forensics import causes, diagnose, engine
+from forensics.check import engine
 from forensics.cli import cli
+from forensics.diagnosis import causes, diagnose
 
 from conftest import SAMPLES, SHARED_REALDATA
 

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 import forensics
-from forensics import result as result_mod
 from forensics import schema, store
 from forensics.cli import cli
+from forensics.diagnosis import result as result_mod
 
 import pinned_rules
 from conftest import SAMPLES

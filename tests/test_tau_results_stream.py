@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from forensics import ingest
-from forensics.ingest import files, tau_results
+from forensics.ingest.formats import tau_results
+from forensics.ingest.parse import files
 
 from conftest import DATA, SAMPLES, SHARED_REALDATA
 

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import forensics
-from forensics import textcalls
+from forensics.check import textcalls
 
 from conftest import DATA
 

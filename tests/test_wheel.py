@@ -46,7 +46,7 @@ def test_wheel_ships_rules_and_reports_and_scans_elsewhere(tmp_path):
         [
             sys.executable,
             "-c",
-            "import forensics, forensics.engine as e; "
+            "import forensics, forensics.check.engine as e; "
             "print(forensics.__file__); print(e.default_rules_dir())",
         ],
         cwd=work,

@@ -11,18 +11,16 @@ from pathlib import Path
 import pyarrow as pa
 
 from forensics import progress
-from forensics.ingest import (
+from forensics.ingest import fusion
+from forensics.ingest.api import gemini
+from forensics.ingest.formats import (
     atropos,
     capture,
     cassette,
     claude_code,
-    files,
-    fusion,
-    gemini,
     har,
     harbor,
     inspect_ai,
-    jsonwalk,
     ollama_capture,
     openhands,
     otlp,
@@ -34,6 +32,7 @@ from forensics.ingest import (
     tau_log,
     tau_results,
 )
+from forensics.ingest.parse import files, jsonwalk
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector
 from forensics.ingest.rows import clean_text
 

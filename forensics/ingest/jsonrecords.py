@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest import files, jsonwalk
+from forensics.ingest.parse import files, jsonwalk
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, reject_trailing
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow as pa
 
 from forensics import schema
-from forensics.ingest import jsonwalk
-from forensics.ingest.apicommon import json_text, text_of
-from forensics.ingest.files import TooLarge
+from forensics.ingest.parse import jsonwalk
+from forensics.ingest.parse.apicommon import json_text, text_of
+from forensics.ingest.parse.files import TooLarge
 from forensics.ingest.rows import BadValue, RowMaker, clean_text
 
 # How each source spells a finish reason -> our normalised vocabulary. Unknown spellings map to

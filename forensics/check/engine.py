@@ -1,0 +1,319 @@
+"""The rule engine: loads the rule pack (TOML files), runs each rule's SQL in DuckDB.
+
+A rule returns (trajectory_id, turn_index, message, evidence) and optionally `data`, a struct
+or map of the values it computed (counts, limits, the error it quotes) that diagnosis reads
+instead of parsing the message; the engine stores it as the JSON text column `details`. The
+engine adds everything that locates the finding (task, trial, role, actor, source file and
+line) and its stable id.
+
+Rule files are read strictly: an unknown key is an error naming the file and the key, so a
+misspelt `[doc]` or `serverity` fails when the pack loads instead of being ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from forensics import schema
+from forensics.check import params as params_mod
+from forensics.check.params import Param, ParamError
+from forensics.content import content_dir
+from forensics.schema import CONFIDENCES, DOC_SECTIONS, SEVERITIES
+
+# stable: measured on the accuracy corpus. preview: runs and reports like any rule, but has no
+# labelled corpus cases yet, so it is exempt from the accuracy bounds (forensics/tools/accuracy.py).
+STATUSES = ("stable", "preview")
+# Top-level keys of a rule file and whether each is required.
+RULE_KEYS = {
+    "id": True,
+    "title": True,
+    "severity": True,
+    "confidence": True,
+    "cause": True,
+    "summary": True,
+    "status": False,
+    "brief": False,
+    "requires": False,
+    "params": False,
+    "docs": False,
+    "query": True,
+}
+QUERY_KEYS = ("sql",)
+CAUSES_FILE = "causes.toml"
+RESULT_COLUMNS = ["trajectory_id", "turn_index", "message", "evidence"]
+
+
+class RuleError(Exception):
+    """A rule file that can not be loaded or run (a usage error: exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: str
+    confidence: str
+    cause: str
+    summary: str
+    requires: list[list[str]]
+    docs: dict[str, str]
+    sql: str  # as written: {name} placeholders for the parameters
+    path: str
+    status: str = "stable"
+    brief: str = ""  # the README catalogue's one-liner; the summary when empty
+    params: dict[str, Param] = field(default_factory=dict)
+    # The rule directories loaded together with this rule, in order. Diagnosis merges their
+    # causes.toml files in this order; it is handed only the pack's own directory.
+    pack_dirs: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def preview(self) -> bool:
+        return self.status == "preview"
+
+    @property
+    def query(self) -> str:
+        """The SQL that runs: each {name} replaced by its parameter's value as a literal."""
+        return params_mod.render(self.sql, self.params)
+
+    def with_params(self, values: dict[str, Any], where: str) -> Rule:
+        """This rule with some parameters set (validated; raises ParamError naming `where`)."""
+        return replace(self, params=params_mod.override(self.params, values, where))
+
+    def checkable(self, present: set[str]) -> bool:
+        # No requirement: the rule reads only what every source has (trajectories, roles).
+        return not self.requires or any(all(c in present for c in group) for group in self.requires)
+
+    def missing(self, present: set[str]) -> list[str]:
+        """What is absent, one entry per way the rule could have run ("a+b" for a pair)."""
+        return ["+".join(c for c in group if c not in present) for group in self.requires]
+
+
+def default_rules_dir() -> Path:
+    """rules/ of a source checkout, else the copy shipped inside the wheel."""
+    found = content_dir("rules")
+    if found is not None:
+        return found
+    raise RuleError("the rule pack is missing from this installation")
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RuleError(f"{path}: {exc}") from None
+
+
+def check_keys(table: dict[str, Any], known: Any, where: str, prefix: str = "") -> None:
+    """Raise RuleError naming the file and the first key of `table` that is not in `known`."""
+    if unknown := sorted(set(table) - set(known)):
+        raise RuleError(f"{where}: unknown key {prefix}{unknown[0]} (known: {', '.join(known)})")
+
+
+def _string(data: dict[str, Any], key: str, where: str) -> str:
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise RuleError(f"{where}: {key} must be a string")
+    return value
+
+
+def _section(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise RuleError(f"{where}: [{key}] must be a table")
+    return value
+
+
+def load_rule(path: Path) -> Rule:
+    data = read_toml(path)
+    check_keys(data, RULE_KEYS, str(path))
+    if missing := [k for k, required in RULE_KEYS.items() if required and k not in data]:
+        raise RuleError(f"{path}: missing key {missing[0]!r}")
+    docs = _section(data, "docs", str(path))
+    check_keys(docs, DOC_SECTIONS, str(path), "docs.")
+    query = _section(data, "query", str(path))
+    check_keys(query, QUERY_KEYS, str(path), "query.")
+    if "sql" not in query:
+        raise RuleError(f"{path}: missing key 'sql' in [query]")
+    fields = {k: _string(data, k, str(path)) for k in ("id", "title", "severity", "confidence")}
+    fields |= {k: _string(data, k, str(path)) for k in ("cause", "summary", "brief")}
+    for key, text in docs.items():
+        if not isinstance(text, str):
+            raise RuleError(f"{path}: docs.{key} must be a string")
+    requires = data.get("requires", [])
+    if not isinstance(requires, list) or not all(
+        isinstance(g, list) and all(isinstance(c, str) for c in g) for g in requires
+    ):
+        raise RuleError(f'{path}: requires must be a list of column lists, like [["content"]]')
+    try:
+        declared = params_mod.declare(data.get("params", {}), str(path))
+        params_mod.check_sql(_string(query, "sql", str(path)), declared, str(path))
+    except ParamError as exc:
+        raise RuleError(str(exc)) from None
+    rule = Rule(
+        **fields,
+        requires=requires,
+        docs={k: docs.get(k, "").strip() for k in DOC_SECTIONS},
+        sql=query["sql"],
+        path=str(path),
+        status=_string(data, "status", str(path)) or "stable",
+        params=declared,
+    )
+    if not rule.id:
+        raise RuleError(f"{path}: id must not be empty")
+    if rule.severity not in SEVERITIES:
+        raise RuleError(f"{path}: severity must be one of {', '.join(SEVERITIES)}")
+    if rule.confidence not in CONFIDENCES:
+        raise RuleError(f"{path}: confidence must be hard or heuristic")
+    if rule.status not in STATUSES:
+        raise RuleError(f"{path}: status must be one of {', '.join(STATUSES)}")
+    known = set(schema.TURNS.names)
+    for group in rule.requires:
+        if unknown := [c for c in group if c not in known]:
+            raise RuleError(f"{path}: requires unknown column(s) {', '.join(unknown)}")
+    return rule
+
+
+def load_rules(extra_dirs: list[Path] | None = None) -> list[Rule]:
+    """The default pack plus user directories; a user rule with a pack id replaces it."""
+    directories = [default_rules_dir(), *(extra_dirs or [])]
+    rules: dict[str, Rule] = {}
+    for directory in directories:
+        if not directory.is_dir():
+            raise RuleError(f"{directory}: not a directory of rules")
+        for path in sorted(directory.glob("*.toml")):
+            if path.name == CAUSES_FILE:
+                continue
+            rule = load_rule(path)
+            rules[rule.id] = replace(rule, pack_dirs=tuple(str(d) for d in directories))
+    return [rules[k] for k in sorted(rules)]
+
+
+def _run(con: duckdb.DuckDBPyConnection, rule: Rule) -> pl.DataFrame:
+    """One rule's findings: its result columns, `details` JSON text, and the rule's labels."""
+    try:
+        relation = con.sql(rule.query)
+        columns = dict(zip(relation.columns, relation.types, strict=True))
+        missing = set(RESULT_COLUMNS) - set(columns)
+        if missing:
+            raise RuleError(f"{rule.path}: query must return {', '.join(sorted(missing))}")
+        table = relation.project(", ".join([*RESULT_COLUMNS, _details(rule, columns)]))
+        frame = pl.from_arrow(table.to_arrow_table())
+    except duckdb.Error as exc:
+        raise RuleError(f"{rule.path}: query failed: {exc}") from None
+    return frame.with_columns(  # type: ignore[union-attr]
+        pl.lit(rule.id).alias("rule"),
+        pl.lit(rule.severity).alias("severity"),
+        pl.lit(rule.confidence).alias("confidence"),
+        pl.lit(rule.cause).alias("cause"),
+        pl.col("turn_index").cast(pl.Int64),
+        pl.col("message").cast(pl.String),
+        pl.col("evidence").cast(pl.String),
+        pl.col("details").cast(pl.String),
+    )
+
+
+def _details(rule: Rule, columns: dict[str, Any]) -> str:
+    """The projection that turns the optional `data` column into JSON object text."""
+    if "data" not in columns:
+        return "null::varchar as details"
+    kind = str(columns["data"]).upper()
+    if kind.startswith(("STRUCT", "MAP")):
+        return "to_json(data)::varchar as details"
+    if kind == "JSON":
+        return "data::varchar as details"
+    raise RuleError(
+        f"{rule.path}: the data column must be a struct ({{'attempts': attempts}}), a map or "
+        f"JSON, not {kind}"
+    )
+
+
+@dataclass
+class Checked:
+    findings: pl.DataFrame
+    # source_path -> rule id -> missing columns, for rules that could not run on that file
+    not_checked: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+
+def _present_columns(turns: pl.DataFrame) -> dict[str, set[str]]:
+    """Per source file, the columns that hold at least one value."""
+    if turns.is_empty():
+        return {}
+    cols = [c for c in schema.TURNS.names if c != "source_path"]
+    agg = turns.group_by("source_path").agg([pl.col(c).is_not_null().any().alias(c) for c in cols])
+    return {
+        row["source_path"]: {c for c in cols if row[c]} | {"source_path"}
+        for row in agg.iter_rows(named=True)
+    }
+
+
+def _fingerprint(rule: str, trajectory_id: str, turn_index: int | None, message: str) -> str:
+    key = f"{rule}\x00{trajectory_id}\x00{turn_index}\x00{message}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) -> Checked:
+    """Run every rule over the tables; findings sorted by file, line, rule."""
+    present = _present_columns(turns)
+    not_checked: dict[str, dict[str, list[str]]] = {}
+    for path, cols in sorted(present.items()):
+        for rule in rules:
+            if not rule.checkable(cols):
+                not_checked.setdefault(path, {})[rule.id] = rule.missing(cols)
+
+    con = duckdb.connect()
+    # The newest Arrow layout keeps polars' string views: DuckDB reads them as they are, where
+    # the default layout would copy every text column of the turns for the rules to read.
+    con.register("turns", turns.to_arrow(compat_level=pl.CompatLevel.newest()))
+    con.register("trajectories", trajectories.to_arrow())
+    frames = []
+    for rule in rules:
+        frames.append(_run(con, rule))
+    con.close()
+    empty = pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS))
+    if not frames:
+        return Checked(empty, not_checked)  # type: ignore[arg-type]
+    found = pl.concat(frames, how="vertical_relaxed")
+    located = found.join(
+        turns.select(
+            "trajectory_id",
+            "turn_index",
+            "run_id",
+            "task_id",
+            "trial",
+            "role",
+            "actor",
+            "source_path",
+            "source_line",
+        ),
+        on=["trajectory_id", "turn_index"],
+        how="left",
+    )
+    # A finding about a whole episode (turn_index NULL, e.g. an episode whose exception left no
+    # turns) is located where the episode starts.
+    episode = ["run_id", "task_id", "trial", "source_path", "source_line"]
+    located = located.join(
+        trajectories.select("trajectory_id", *episode),
+        on="trajectory_id",
+        how="left",
+        suffix="_episode",
+    ).with_columns(pl.coalesce(c, f"{c}_episode").alias(c) for c in episode)
+    located = located.with_columns(
+        pl.struct("rule", "trajectory_id", "turn_index", "message")
+        .map_elements(
+            lambda r: _fingerprint(r["rule"], r["trajectory_id"], r["turn_index"], r["message"]),
+            return_dtype=pl.String,
+        )
+        .alias("finding_id")
+    )
+    findings = located.select(schema.FINDINGS.names).sort(
+        ["source_path", "source_line", "rule", "turn_index"], nulls_last=True
+    )
+    return Checked(findings, not_checked)

@@ -1,0 +1,219 @@
+"""ShareGPT conversations with Hermes tool calls: hermes-agent trajectories and the Hermes
+function-calling datasets (one record per JSONL line, or a JSON array of records).
+
+A record is `{"conversations": [{"from": ..., "value": ...}, ...], ...}`; speakers are system,
+human, gpt and tool. The Hermes protocol writes calls as text in `gpt` turns,
+`<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, and results in `tool` turns
+inside `<tool_response>` tags; the tools offered sit in `tools` (a JSON string or a list) or in
+the system prompt's `<tools>` block. hermes-agent adds `model` and `completed` (false for a run
+that failed or ran out of iterations) and keeps the reasoning the API returned as a leading
+`<think>` block of the value: read back into the reasoning column.
+
+A call is a structured call here, as a server's hermes parser would have made it: its markup
+leaves the content. One that does not parse (cut off, broken JSON) stays a call with its raw
+text as arguments, so it is seen as malformed instead of vanishing; the Python-dict spelling
+the Hermes datasets use (`{'arguments': {...}, 'name': ...}`) is read as the dict it is.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from forensics.ingest import jsonrecords
+from forensics.ingest.parse import jsonhead
+from forensics.ingest.records import Collector, Episode, Run, isolated
+
+FORMAT = "sharegpt"
+
+_ROLES = {
+    "system": "system",
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "model": "assistant",
+    "tool": "tool",
+    "function_response": "tool",
+    "observation": "tool",
+    "ipython": "tool",
+    "function-response": "tool",
+    "tool_response": "tool",
+    # The original ShareGPT scrape and Glaive-style function-calling sets.
+    "chatgpt": "assistant",
+    "bing": "assistant",
+    "bard": "assistant",
+    "function_call": "assistant",
+    "function-call": "assistant",
+}
+# Speakers whose whole value is one call (`{"name": ..., "arguments": ...}`), not text.
+_CALL_SPEAKERS = {"function_call", "function-call"}
+_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
+# The prompt names the tags in prose ("within <tools> </tools> XML tags") before the block.
+_TOOLS = re.compile(r"<tools>\s*([\[{].*?)\s*</tools>", re.S)
+_NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']+)["']""")
+# hermes-agent exports the reasoning the API returned apart as a leading <think> block; only a
+# closed block is the exporter's: an unclosed one is the model's own cut-off output.
+_THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.S)
+
+
+def sniff(head: str) -> str | None:
+    keys = jsonhead.top_level(head)
+    if "conversations" in keys and keys["conversations"] is None and '"from"' in head:
+        return "records with conversations of from/value turns (ShareGPT, Hermes tool calls)"
+    return None
+
+
+def _call(body: str, index: int) -> dict[str, str | None]:
+    """One <tool_call> body as a call; unparseable bodies keep their raw text as arguments."""
+    text = body.strip()
+    value = _literal(text)
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        args = value.get("arguments", value.get("parameters"))
+        if not isinstance(args, str):
+            args = json.dumps(args if args is not None else {}, ensure_ascii=False, sort_keys=True)
+        return {"id": f"call_{index}", "name": value["name"], "arguments": args}
+    name = _NAME.search(text)
+    return {"id": f"call_{index}", "name": name.group(1) if name else None, "arguments": text}
+
+
+def split_calls(value: str) -> tuple[str, list[dict[str, str | None]]]:
+    """A gpt turn's text without its <tool_call> blocks, and the calls they hold."""
+    calls = [_call(m.group(1), i) for i, m in enumerate(_CALL.finditer(value))]
+    if not calls:
+        return value, []
+    return _CALL.sub("", value).strip(), calls
+
+
+def leading_reasoning(text: str) -> tuple[str | None, str]:
+    """(reasoning, the rest) of a text that opens with a closed <think> block, else (None, text).
+
+    An unclosed block stays in the text: it is the model's own output cut off.
+    """
+    think = _THINK.match(text)
+    if think is None:
+        return None, text
+    return think.group(1).strip(), text[think.end() :]
+
+
+def _tools(record: dict[str, Any]) -> tuple[bool | None, int | None]:
+    """(tools attached, how many) from `tools`, else from a <tools> block of the system turn."""
+    tools = record.get("tools")
+    if isinstance(tools, str) and tools.strip():
+        try:
+            tools = json.loads(tools)
+        except (json.JSONDecodeError, RecursionError):
+            return True, None  # offered, in a spelling we can not count
+    if isinstance(tools, list):
+        return bool(tools), len(tools)
+    turns = record.get("conversations")
+    for turn in turns if isinstance(turns, list) else []:
+        if isinstance(turn, dict) and turn.get("from") == "system":
+            value = turn.get("value")
+            block = _TOOLS.search(value) if isinstance(value, str) else None
+            if block:
+                listed = _literal(block.group(1))
+                return True, len(listed) if isinstance(listed, list) else None
+    return None, None
+
+
+def _literal(text: str) -> Any:
+    """A JSON value, or the Python literal the Hermes datasets print instead; None if neither."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _task_id(record: dict[str, Any]) -> str | None:
+    for key in ("id", "prompt_index", "task_id"):
+        value = record.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def _episode(
+    run: Run, path: Path, rec: jsonrecords.Record, record: dict[str, Any], collector: Collector
+) -> Episode | None:
+    name = str(path)
+    turns = record.get("conversations")
+    base = rec.json_path or "$"
+    if not isinstance(turns, list):
+        reason = "record has no conversations list"
+        collector.reject(name, rec.line, reason, json.dumps(record)[:200], FORMAT, rec.json_path)
+        return None
+    model = record.get("model") if isinstance(record.get("model"), str) else None
+    attached, count = _tools(record)
+    completed = record.get("completed")
+    ep = Episode(
+        run=run,
+        source_path=name,
+        source_line=rec.line,
+        source_format=FORMAT,
+        task_id=_task_id(record),
+        termination_reason="incomplete" if completed is False else None,
+        json_path=rec.json_path,
+    )
+    for i, turn in enumerate(turns):
+        where = f"{base}.conversations[{i}]"
+        speaker = turn.get("from", turn.get("role")) if isinstance(turn, dict) else None
+        # In a pretty-printed array each turn has its own line: its speaker key, found in order
+        # (inside JSON strings a quote is escaped, so only keys match).
+        key = '"from"' if isinstance(turn, dict) and "from" in turn else '"role"'
+        line = rec.locate(key) if rec.locate is not None and isinstance(turn, dict) else rec.line
+        role = _ROLES.get(speaker) if isinstance(speaker, str) else None
+        if role is None:
+            reason = (
+                "turn is not an object"
+                if not isinstance(turn, dict)
+                else f"turn {i}: unknown speaker {speaker!r} (expected system, human, gpt, tool)"
+            )
+            collector.reject(name, line, reason, json.dumps(turn)[:200], FORMAT, where)
+            continue
+        value = turn.get("value", turn.get("content"))
+        message: dict[str, Any] = {"role": role, "content": value}
+        fields: dict[str, Any] = {}
+        if role == "assistant":
+            calls: list[dict[str, str | None]] = []
+            if isinstance(value, str) and speaker in _CALL_SPEAKERS:
+                message["content"], calls = "", [_call(value, 0)]
+            elif isinstance(value, str):
+                message["reasoning"], value = leading_reasoning(value)
+                message["content"], calls = split_calls(value)
+            fields = {
+                "tool_calls": calls,
+                "model": model,
+                "tools_attached": attached,
+                "tool_count": count,
+            }
+        ep.json_paths[len(ep.messages)] = where
+        ep.add(line, message, **fields)
+    return ep
+
+
+def ingest(path: Path, collector: Collector) -> int:
+    run = Run(run_id=path.stem)
+    episodes = 0
+    for rec in jsonrecords.read(path, collector, FORMAT):
+        with isolated(collector, str(path), rec.line, FORMAT, rec.json_path):
+            if not isinstance(rec.value, dict):
+                collector.reject(
+                    str(path), rec.line, "record is not a JSON object", "", FORMAT, rec.json_path
+                )
+                continue
+            ep = _episode(run, path, rec, rec.value, collector)
+            if ep is None:
+                continue
+            if run.agent_model is None and isinstance(rec.value.get("model"), str):
+                run.agent_model = rec.value["model"]
+            collector.add_episode(ep)
+            episodes += 1
+    return episodes

@@ -1,0 +1,326 @@
+"""SWE-agent `.traj` files and mini-swe-agent trajectories (`*.traj.json`).
+
+SWE-agent (`sweagent/types.py`, docs/usage/trajectories.md) writes `{environment, trajectory,
+history, info, replay_config}`: `history` is the conversation the model saw, with `thought`,
+`action`, OpenAI-shaped `tool_calls` and `thinking_blocks` on assistant items, and
+observations as `role: tool` or (v0.x, thought-action parsers) user messages: every user
+message after the agent's first turn is one (SWE-agent marks the task itself an
+observation). Demonstrations inlined in the history (`is_demo`) are few-shot examples, not
+turns; the trajectory's ingest_note counts them. `info.exit_status` is the termination reason
+as SWE-agent spells it (submitted, exit_cost, exit_context, exit_format, `submitted
+(exit_cost)`, …); `info.model_stats` holds the run's token and call totals (labels);
+`replay_config` names the model, its `completion_kwargs.max_tokens`, and whether tools went
+with each request (`parse_function.type: function_calling`).
+
+mini-swe-agent (docs/usage/output_files.md) writes `{info, messages, trajectory_format}`:
+OpenAI-format messages whose `extra.response` is the raw API response of an assistant turn
+(finish reason, usage, model), observations as user messages (`role: tool` for tool-calling
+models), and the end as a last `role: exit` message or `info.exit_status` (Submitted,
+LimitsExceeded, FormatError, an exception's class name with `exception_str`).
+
+Neither carries a reward: the benchmark's evaluation scores the submission elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from forensics.ingest.api import openai_chat
+from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
+from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
+from forensics.ingest.records import (
+    Collector,
+    Episode,
+    Run,
+    reject_trailing,
+)
+
+FORMAT = "swe_agent_traj"
+FORMAT_MINI = "mini_swe_agent"
+
+_STEP = re.compile(
+    r'"trajectory"\s*:\s*\[\s*(?:\]|\{\s*"(?:action|observation|response|thought|state|query|'
+    r'execution_time|extra_info)")'
+)
+# mini-swe-agent's model_stats open with instance_cost (SWE-agent's with total_cost): enough
+# when a long config pushes mini_version past the head.
+_MINI = re.compile(
+    r'"mini_version"\s*:|"trajectory_format"\s*:\s*"mini-swe-agent|'
+    r'"model_stats"\s*:\s*\{\s*"instance_cost"'
+)
+
+
+def sniff(head: str) -> str | None:
+    text = head.lstrip("\ufeff \t\r\n")
+    if text.startswith("{") and _STEP.search(text):
+        return "JSON object with a trajectory of action/observation steps (SWE-agent .traj)"
+    return None
+
+
+def sniff_mini(head: str) -> str | None:
+    text = head.lstrip("\ufeff \t\r\n")
+    if not text.startswith("{") or not _MINI.search(text):
+        return None
+    keys = jsonhead.top_level(text)
+    if "messages" in keys or "info" in keys or "trajectory_format" in keys:
+        return "JSON object with info.mini_version / trajectory_format (mini-swe-agent)"
+    return None
+
+
+def _document(
+    path: Path, collector: Collector, fmt: str, key: str
+) -> tuple[dict[str, Any], Callable[[int], int]] | None:
+    """The file's object with `key` walked as [(offset, item)], or None once rejected."""
+    name = str(path)
+    text = files.read_text(path)
+    line_of = jsonwalk.LineCounter(text)
+    try:
+        doc, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), {key: walkers.positioned()})
+    except jsonwalk.WalkError as exc:
+        collector.reject(
+            name,
+            line_of(exc.pos),
+            f"not a whole trajectory file: {exc.msg}",
+            text[exc.pos : exc.pos + 200],
+            fmt,
+        )
+        return None
+    reject_trailing(collector, name, text, end, line_of, fmt)
+    if walkers.items(doc, key) is None:
+        collector.reject(
+            name, 1, f"{key} is not an array", json_text(doc[key]) or "", fmt, f"$.{key}"
+        )
+        doc[key] = []
+    return doc, line_of
+
+
+def _walked(doc: dict[str, Any], key: str) -> list[tuple[int, Any]]:
+    return walkers.items(doc, key) or []
+
+
+def _thinking(item: dict[str, Any]) -> str | None:
+    blocks = item.get("thinking_blocks")
+    blocks = blocks if isinstance(blocks, list) else []
+    texts = [
+        b["thinking"] for b in blocks if isinstance(b, dict) and isinstance(b.get("thinking"), str)
+    ]
+    if texts:
+        return "\n".join(texts)
+    reasoning = item.get("reasoning_content")
+    return reasoning if isinstance(reasoning, str) else None
+
+
+def _agent_config(replay: Any) -> dict[str, Any]:
+    """The agent section of replay_config (a JSON string in SWE-agent 1.x files)."""
+    if isinstance(replay, str):
+        try:
+            replay = json.loads(replay)
+        except (ValueError, RecursionError):
+            return {}
+    return dict(as_dict(as_dict(replay).get("agent")))
+
+
+def _request_side(agent: dict[str, Any]) -> dict[str, Any]:
+    """Columns every agent turn shares: the cap of the model config and whether tools went
+    with each request (function calling; thought-action parsers describe them in the prompt)."""
+    model = as_dict(agent.get("model"))
+    kwargs = as_dict(model.get("completion_kwargs"))
+    parser = as_dict(as_dict(agent.get("tools")).get("parse_function")).get("type")
+    fields: dict[str, Any] = {
+        "max_output_tokens": as_int(kwargs.get("max_tokens"))
+        or as_int(kwargs.get("max_completion_tokens")),
+        "tools_attached": parser == "function_calling" if isinstance(parser, str) else None,
+    }
+    if isinstance(model.get("api_base"), str):
+        fields["endpoint"] = model["api_base"]
+    return fields
+
+
+def _stats_labels(stats: Any, prefix: str) -> dict[str, str]:
+    return {
+        f"{prefix}.{k}": str(v)
+        for k, v in as_dict(stats).items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+
+
+def ingest(path: Path, collector: Collector) -> int:
+    """A SWE-agent .traj: one trajectory."""
+    read = _document(path, collector, FORMAT, "history")
+    if read is None:
+        return 0
+    doc, line_of = read
+    name = str(path)
+    info = as_dict(doc.get("info"))
+    agent = _agent_config(doc.get("replay_config"))
+    model = as_dict(agent.get("model")).get("name")
+    run = Run(run_id=path.parent.name or "swe-agent")
+    run.agent_model = model if isinstance(model, str) else None
+    request = _request_side(agent)
+    run.labels.update(_stats_labels(info.get("model_stats"), "model_stats"))
+    if isinstance(info.get("swe_agent_version"), str):
+        run.labels["swe_agent_version"] = info["swe_agent_version"]
+    status = info.get("exit_status")
+    ep = Episode(
+        run=run,
+        source_path=name,
+        source_line=1,
+        source_format=FORMAT,
+        task_id=path.name.removesuffix(".traj").removesuffix(".json") or None,
+        termination_reason=status if isinstance(status, str) and status else None,
+        json_path="$",
+    )
+    if isinstance(status, str) and "error" in status:
+        ep.error = status
+    demos = 0
+    acted = False
+    for i, (pos, item) in enumerate(_walked(doc, "history")):
+        where = f"$.history[{i}]"
+        if not isinstance(item, dict):
+            collector.reject(
+                name,
+                line_of(pos),
+                "history item is not a JSON object",
+                json.dumps(item)[:200],
+                FORMAT,
+                where,
+            )
+            continue
+        if item.get("is_demo"):
+            demos += 1
+            continue
+        role = item.get("role") if isinstance(item.get("role"), str) else None
+        if role == "assistant":
+            actor, acted = "agent", True
+        elif role == "tool" or (role == "user" and acted):
+            actor = "env"
+        else:
+            actor = {"system": "system", "user": "user_sim"}.get(role or "", "unknown")
+        fields: dict[str, Any] = {"actor": actor}
+        if actor == "agent":
+            fields |= {"reasoning": _thinking(item), "model": run.agent_model} | request
+        message = {
+            "role": role,
+            "content": item.get("content"),
+            "tool_calls": item.get("tool_calls"),
+        }
+        ep.add(line_of(pos), message, **fields)
+        ep.json_paths[len(ep.messages) - 1] = where
+    if demos:
+        ep.note = f"{demos} demonstration message(s) (is_demo) are few-shot examples, not turns"
+    collector.add_episode(ep)
+    return 1
+
+
+# --- mini-swe-agent -------------------------------------------------------------------------
+
+
+_MINI_ACTORS = {"assistant": "agent", "tool": "env", "system": "system", "user": "user_sim"}
+
+
+def _response_fields(extra: dict[str, Any], cap: int | None) -> dict[str, Any]:
+    response = as_dict(extra.get("response"))
+    fields: dict[str, Any] = {**openai_chat.call_columns(response), "max_output_tokens": cap}
+    cost = extra.get("cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        fields["cost_usd"] = float(cost)
+    choice = openai_chat.first_choice(response.get("choices"))
+    reasoning = as_dict(choice.get("message")).get("reasoning_content")
+    if isinstance(reasoning, str):
+        fields["reasoning"] = reasoning
+    return fields
+
+
+def ingest_mini(path: Path, collector: Collector) -> int:
+    read = _document(path, collector, FORMAT_MINI, "messages")
+    if read is None:
+        return 0
+    doc, line_of = read
+    name = str(path)
+    info = as_dict(doc.get("info"))
+    model_config = as_dict(as_dict(info.get("config")).get("model"))
+    kwargs = as_dict(model_config.get("model_kwargs"))
+    cap = as_int(kwargs.get("max_tokens")) or as_int(kwargs.get("max_completion_tokens"))
+    run = Run(run_id=path.parent.parent.name or path.parent.name or "mini-swe-agent")
+    if isinstance(model_config.get("model_name"), str):
+        run.agent_model = model_config["model_name"]
+    run.labels.update(_stats_labels(info.get("model_stats"), "model_stats"))
+    if isinstance(info.get("mini_version"), str):
+        run.labels["mini_version"] = info["mini_version"]
+    stem = path.name.removesuffix(".json").removesuffix(".traj")
+    ep = Episode(
+        run=run,
+        source_path=name,
+        source_line=1,
+        source_format=FORMAT_MINI,
+        task_id=stem or None,
+        json_path="$",
+    )
+    status = info.get("exit_status")
+    error = None
+    seen_user = False
+    for i, (pos, msg) in enumerate(_walked(doc, "messages")):
+        where = f"$.messages[{i}]"
+        if not isinstance(msg, dict):
+            collector.reject(
+                name,
+                line_of(pos),
+                "message is not a JSON object",
+                json.dumps(msg)[:200],
+                FORMAT_MINI,
+                where,
+            )
+            continue
+        extra = as_dict(msg.get("extra"))
+        if isinstance(extra.get("exit_status"), str) and extra["exit_status"]:
+            status = extra["exit_status"]
+            error = error_text(extra.get("exception_str")) or error
+        role = msg.get("role") if isinstance(msg.get("role"), str) else None
+        if role == "exit":
+            continue  # the end of the run, read above; not a message the model saw
+        actor = _MINI_ACTORS.get(role or "", "unknown")
+        if role == "user" and seen_user:
+            actor = "env"  # observations and format-error feedback from the harness
+        seen_user = seen_user or role == "user"
+        fields: dict[str, Any] = {"actor": actor}
+        if actor == "agent":
+            fields["model"] = run.agent_model
+            reasoning = msg.get("reasoning_content")
+            fields["reasoning"] = reasoning if isinstance(reasoning, str) else None
+            fields |= _response_fields(extra, cap)
+        ep.add(
+            line_of(pos),
+            {
+                "role": role,
+                "content": text_of(msg.get("content")),
+                "tool_calls": msg.get("tool_calls"),
+            },
+            **fields,
+        )
+        ep.json_paths[len(ep.messages) - 1] = where
+    ep.termination_reason = status if isinstance(status, str) and status else None
+    ep.error = error
+    attached = _mini_tools(info, ep)
+    for fields in ep.turn_fields.values():
+        if fields.get("actor") == "agent":
+            fields["tools_attached"] = attached
+    collector.add_episode(ep)
+    return 1
+
+
+def _mini_tools(info: dict[str, Any], ep: Episode) -> bool | None:
+    """Whether the bash tool went with each request: tool calls in the messages say so;
+    text-based models (and every model of mini-swe-agent 1.x) parse actions from the text."""
+    if any(msg.get("tool_calls") for _, msg in ep.messages):
+        return True
+    model_type = as_dict(info.get("config")).get("model_type")
+    version = info.get("mini_version")
+    if (isinstance(model_type, str) and "textbased" in model_type) or (
+        isinstance(version, str) and version.startswith("1.")
+    ):
+        return False
+    return None

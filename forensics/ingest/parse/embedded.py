@@ -1,0 +1,257 @@
+"""Find JSON objects and Python-repr dicts embedded anywhere in a text log.
+
+Logs print data in two dialects: `json.dumps` (messages a wrapper prints) and Python `repr`
+(tau-bench's `print("✅", f"task_id={i}", info)`), and SDK objects as Python prints them
+(`ChatCompletion(...)`, LangChain `AIMessage(...)`: sdk_repr), read on their line. An object
+may sit after a prefix on its line, and a pretty-printed one may span lines. The scanner
+streams: one line at a time, a candidate object is followed across lines only while its braces
+are open, and a candidate that never closes is given up after MAX_SPAN_LINES so a stray brace
+can not swallow the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.ingest.parse import pyrepr, sdk_repr
+
+MAX_SPAN_LINES = 5000
+MAX_OBJECT_CHARS = 32 * 1024 * 1024
+
+# A whole string (a backslash escapes the next character) or a brace; a quote alone is a
+# string that does not close on its line.
+_STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|[{}'"]""", re.S)
+# An object starts with `{` followed by a key quote, an empty body or the end of the line
+# (pretty-printed). This keeps `{name}` placeholders in prose from being taken for data.
+_START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass
+class Found:
+    """An object that starts on a line: parsed value, or the reason it could not be parsed."""
+
+    line: int
+    prefix: str
+    text: str
+    value: Any = None
+    error: str | None = None
+
+
+@dataclass
+class Line:
+    """A physical line of the log and the objects that start on it."""
+
+    number: int
+    text: str | None  # None: the line was too long to read
+    objects: list[Found] = field(default_factory=list)
+
+
+class _Braces:
+    """Brace depth of a candidate object, carried across lines (a string never is: neither
+    JSON nor repr strings contain raw newlines)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def advance(self, s: str, i: int) -> int:
+        """Index just past the closing brace, -1 if s ends first, -2 if a string spans lines."""
+        # One regex step per brace or whole string: a string's braces and escapes are skipped
+        # in C, not a character at a time.
+        for m in _STEP.finditer(s, i):
+            c = m.group()
+            if c == "{":
+                self.depth += 1
+            elif c == "}":
+                self.depth -= 1
+                if self.depth == 0:
+                    return m.end()
+            elif len(c) == 1:
+                return -2  # a quote that does not close on this line
+        return -1
+
+
+def parse_object(text: str) -> tuple[Any, str | None]:
+    """Parse JSON, else a Python literal; (value, None) or (None, reason)."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        json_error = f"invalid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return None, "object nested too deeply"
+    if len(text) > MAX_OBJECT_CHARS:
+        return None, json_error
+    read, value = pyrepr.loads(text)
+    if read:
+        return value, None
+    try:
+        return ast.literal_eval(text), None
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None, json_error
+
+
+def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
+    """Lines of the log, each with the objects that start on it.
+
+    Lines swallowed by a multi-line object are not yielded on their own.
+    """
+    pending: deque[tuple[int, str | None]] = deque()
+    source = iter(lines)
+
+    def next_line() -> tuple[int, str | None] | None:
+        if pending:
+            return pending.popleft()
+        return next(source, None)
+
+    while (item := next_line()) is not None:
+        number, text = item
+        # Printed SDK objects (sdk_repr) come first: the dicts inside them are theirs.
+        sdk = sdk_repr.find(text) if text is not None and ("(" in text or "=" in text) else []
+        if text is None or ("{" not in text and not sdk):
+            yield Line(number, text)
+            continue
+        if sdk and (sdk[-1][3] or "").endswith(sdk_repr.UNCLOSED):
+            sdk[-1] = _sdk_across_lines(text, sdk[-1], next_line, pending)
+        line = Line(number, text)
+        pos = 0
+        while (m := _START.search(text, pos)) is not None:
+            start = m.start()
+            prefix = text[:start]
+            # Fast path: a complete JSON value from here on this line.
+            try:
+                value, end = _DECODER.raw_decode(text, start)
+            except (json.JSONDecodeError, RecursionError):
+                value, end = None, -1
+            if end != -1:
+                line.objects.append(Found(number, prefix, text[start:end], value))
+                pos = end
+                continue
+            if text[-1] == "}" and len(text) - start <= MAX_OBJECT_CHARS:
+                # A repr dict that ends the line (tau-bench's `✅ task_id=N {info}`): when the
+                # rest of the line reads as one value, its brace closes there, and matching
+                # braces first would only find that out again.
+                read, value = pyrepr.loads(text[start:])
+                if read:
+                    line.objects.append(Found(number, prefix, text[start:], value))
+                    break
+            braces = _Braces()
+            end = braces.advance(text, start)
+            if end >= 0:
+                chunk = text[start:end]
+                value, error = parse_object(chunk)
+                line.objects.append(Found(number, prefix, chunk, value, error))
+                pos = end
+                continue
+            if end == -2:
+                pos = start + 1
+                continue
+            # The object continues on the following lines.
+            parts = [text[start:]]
+            consumed: list[tuple[int, str | None]] = []
+            size = len(parts[0])
+            outcome = "limit"
+            while len(consumed) < MAX_SPAN_LINES and size < MAX_OBJECT_CHARS:
+                nxt = next_line()
+                if nxt is None:
+                    outcome = "eof"
+                    break
+                consumed.append(nxt)
+                if nxt[1] is None:
+                    break
+                end = braces.advance(nxt[1], 0)
+                if end == -2:
+                    outcome = "not-an-object"
+                    break
+                if end >= 0:
+                    parts.append(nxt[1][:end])
+                    outcome = "closed"
+                    break
+                parts.append(nxt[1])
+                size += len(nxt[1])
+            if outcome == "closed":
+                chunk = "\n".join(parts)
+                value, error = parse_object(chunk)
+                line.objects.append(Found(number, prefix, chunk, value, error))
+                # The rest of the closing line is ordinary text, read again on its own.
+                last_number, last_text = consumed[-1]
+                rest = (last_text or "")[end:]
+                if rest.strip():
+                    pending.appendleft((last_number, rest))
+                break
+            if outcome != "not-an-object":
+                reason = (
+                    "object never closes: the file ends inside it"
+                    if outcome == "eof"
+                    else f"object does not close within {MAX_SPAN_LINES} lines; skipped"
+                )
+                line.objects.append(Found(number, prefix, "\n".join(parts)[:2000], None, reason))
+            # Everything after the start line is read again as ordinary lines.
+            pending.extendleft(reversed(consumed))
+            break
+        if sdk:
+            _merge_sdk(line, sdk)
+        yield line
+
+
+def _merge_sdk(line: Line, sdk: list[tuple[int, int, Any, str | None]]) -> None:
+    """Printed SDK objects and the dicts of the same line, each record read once.
+
+    A dict that parsed is the record and the SDK text inside it (a message quoted in a string)
+    is not; a dict that failed because SDK objects sit inside it (LangGraph's
+    `{'messages': [HumanMessage(...), AIMessage(...)]}`) is read through those objects; the
+    dicts inside an SDK object (its response_metadata) are that object's.
+    """
+    spans = [(len(f.prefix), len(f.prefix) + len(f.text), f) for f in line.objects]
+    kept = [
+        (s, e, v, r)
+        for s, e, v, r in sdk
+        if not any(fs <= s and e <= fe and f.error is None for fs, fe, f in spans)
+    ]
+    objects = [
+        f
+        for fs, fe, f in spans
+        if not any(s <= fs and fe <= e for s, e, _v, _r in kept)
+        and not (f.error is not None and any(fs <= s and e <= fe for s, e, _v, _r in kept))
+    ]
+    objects += [Found(line.number, line.text[:s], line.text[s:e], v, r) for s, e, v, r in kept]  # type: ignore[index]
+    line.objects = sorted(objects, key=lambda f: len(f.prefix))
+
+
+def _sdk_across_lines(
+    text: str,
+    found: tuple[int, int, Any, str | None],
+    next_line: Callable[[], tuple[int, str | None] | None],
+    pending: deque[tuple[int, str | None]],
+) -> tuple[int, int, Any, str | None]:
+    """An SDK object a pretty-printer broke over lines, read whole from its first line.
+
+    The lines it spans are consumed; the rest of its closing line is read again on its own.
+    When it never closes, the lines are put back and the object stays a reject.
+    """
+    start = found[0]
+    joined = text[start:]
+    consumed: list[tuple[int, str | None]] = []
+    while len(consumed) < sdk_repr.MAX_LINES and len(joined) < sdk_repr.MAX_CHARS:
+        nxt = next_line()
+        if nxt is None:
+            break
+        consumed.append(nxt)
+        if nxt[1] is None:
+            break
+        joined += "\n" + nxt[1]
+        end = sdk_repr.end_of(joined)
+        if end >= 0:
+            value, error = sdk_repr.parse(joined[:end])
+            last_number, last_text = nxt
+            rest = last_text[end - (len(joined) - len(last_text)) :]
+            if rest.strip():
+                pending.appendleft((last_number, rest))
+            return start, len(text), value, error
+    pending.extendleft(reversed(consumed))
+    return found

@@ -1,0 +1,158 @@
+"""Members of a ZIP container (Inspect AI `.eval` logs), read one at a time under the caps.
+
+Where a member's rows say they come from: `source_path` is `<archive>!<member>` (e.g.
+`logs/run.eval!samples/1_epoch_1.json`), `source_line` the line inside the member, and a
+reject adds the JSON path inside the member (`$.messages[3]`). One convention for every
+container format.
+
+Inspect AI writes members zstd-compressed (ZIP method 93) since 0.3.206; Python's zipfile reads
+only stored and deflated members before 3.14, so zstd members are inflated here with the
+`zstandard` package (or the standard library's `compression.zstd` on 3.14+). Without either,
+each such member is rejected with that reason; the others are read.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from forensics.ingest.parse import files
+from forensics.schema import ARCHIVE_MEMBER_SEPARATOR
+
+SEPARATOR = ARCHIVE_MEMBER_SEPARATOR
+ZIP_MAGIC = b"PK\x03\x04"
+ZSTD_METHOD = 93
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+
+
+def member_path(archive: str, member: str) -> str:
+    return f"{archive}{SEPARATOR}{member}"
+
+
+def first_member_name(head: bytes) -> str | None:
+    """Name of the first member from the local header at the start of a ZIP file."""
+    if len(head) < _LOCAL_HEADER.size or not head.startswith(ZIP_MAGIC):
+        return None
+    name_len = struct.unpack_from("<H", head, 26)[0]
+    raw = head[30 : 30 + name_len]
+    return raw.decode("utf-8", errors="replace") if len(raw) == name_len else None
+
+
+# What zipfile raises on an archive whose central directory it can not read (a cut or
+# damaged file).
+UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, struct.error)
+
+
+@dataclass
+class Member:
+    name: str
+    data: bytes | None  # None: not read, `problem` says why
+    problem: str | None = None
+
+
+def _zstd_reader(raw: BinaryIO) -> BinaryIO:
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
+
+        return zstd.ZstdFile(raw)  # type: ignore[no-any-return]
+    except ImportError:
+        pass
+    import zstandard  # raises ImportError when missing: the caller says so
+
+    # Inspect writes multi-frame streams for large members.
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[return-value]
+
+
+def _raw_member(f: BinaryIO, info: zipfile.ZipInfo) -> bytes:
+    """The compressed bytes of a member, read past its local header."""
+    f.seek(info.header_offset)
+    header = f.read(_LOCAL_HEADER.size)
+    if len(header) < _LOCAL_HEADER.size or not header.startswith(ZIP_MAGIC):
+        raise zipfile.BadZipFile("bad local file header")
+    name_len, extra_len = _LOCAL_HEADER.unpack(header)[-2:]
+    f.seek(info.header_offset + _LOCAL_HEADER.size + name_len + extra_len)
+    data = f.read(info.compress_size)
+    if len(data) < info.compress_size:
+        raise zipfile.BadZipFile("member data is cut short")
+    return data
+
+
+def _inflate_zstd(f: BinaryIO, info: zipfile.ZipInfo, cap: int) -> bytes:
+    reader = _zstd_reader(io.BytesIO(_raw_member(f, info)))
+    # Read one byte past the declared size: a member that inflates to more lies about itself
+    # (a bomb), and reading stops there.
+    limit = min(info.file_size, cap) + 1
+    parts, size = [], 0
+    while size < limit and (chunk := reader.read(min(limit - size, 8 * files.MIB))):
+        parts.append(chunk)
+        size += len(chunk)
+    out = b"".join(parts)
+    if len(out) > info.file_size:
+        raise zipfile.BadZipFile("member inflates to more than its declared size")
+    if len(out) != info.file_size:
+        raise zipfile.BadZipFile("member inflates to less than its declared size")
+    if zipfile.crc32(out) != info.CRC:
+        raise zipfile.BadZipFile("CRC check failed")
+    return out
+
+
+def members(
+    path: Path, first: tuple[str, ...] = (), wanted: Callable[[str], bool] = lambda _: True
+) -> Iterator[Member]:
+    """The wanted members of the archive, the names in `first` first, then in the order of
+    the central directory, with their bytes or why they could not be had. Raises one of
+    UNREADABLE when the archive itself is unreadable (no central directory), files.TooLarge
+    once the members inflated so far pass the decompression cap (a bomb of many members)."""
+    limits = files._scope().limits
+    cap = min(limits.max_document_bytes, limits.max_decompressed_bytes)
+    inflated = 0
+    with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
+        infos = archive.infolist()
+        rank = {name: i for i, name in enumerate(first)}
+        infos.sort(key=lambda info: rank.get(info.filename, len(first)))
+        for info in infos:
+            name = info.filename
+            if info.is_dir() or not wanted(name):
+                continue
+            inflated += info.file_size
+            if inflated > limits.max_decompressed_bytes:
+                raise files.TooLarge(
+                    f"members inflate to more than {limits.max_decompressed_bytes // files.MIB} "
+                    "MiB (the decompression cap, --max-decompressed-mb): not read further"
+                )
+            if info.file_size > cap:
+                yield Member(
+                    name,
+                    None,
+                    f"member inflates to {info.file_size:,} bytes, over the "
+                    f"document cap of {cap // files.MIB} MiB (--max-document-mb)",
+                )
+                continue
+            try:
+                if info.compress_type == ZSTD_METHOD:
+                    data = _inflate_zstd(f, info, cap)
+                else:
+                    data = archive.read(info)
+            except ImportError:
+                yield Member(
+                    name,
+                    None,
+                    "zstd-compressed member (ZIP method 93) and no zstd "
+                    "decoder installed: pip install zstandard",
+                )
+                continue
+            except NotImplementedError as exc:
+                yield Member(name, None, f"unsupported ZIP compression: {exc}")
+                continue
+            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+                yield Member(name, None, f"damaged member: {exc}")
+                continue
+            except Exception as exc:  # zlib.error, zstandard.ZstdError: damage, not a bug
+                yield Member(name, None, f"damaged member ({type(exc).__name__}: {exc})")
+                continue
+            yield Member(name, data)

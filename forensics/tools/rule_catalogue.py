@@ -1,0 +1,58 @@
+"""The rule catalogue as Markdown, generated from the rule pack.
+
+README.md's table sits between two markers and is rewritten by `forensics rules readme`;
+tests/test_rules_as_data.py fails when what sits there differs from what the pack generates,
+so the table can not drift from the rule files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from forensics.check.engine import Rule
+
+START = "<!-- rule-table:start -->"
+END = "<!-- rule-table:end -->"
+
+
+class CatalogueError(Exception):
+    """A README without the markers the table is written between."""
+
+
+def _cell(text: str) -> str:
+    """One table cell: a single line, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def markdown_table(rules: Iterable[Rule]) -> str:
+    """One row per rule, by id: its README one-liner (`brief`, else the summary)."""
+    lines = [
+        "| rule | severity | confidence | cause | detects |",
+        "|---|---|---|---|---|",
+    ]
+    for r in sorted(rules, key=lambda r: r.id):
+        name = f"`{r.id}`" + (" (preview)" if r.preview else "")
+        lines.append(
+            f"| {name} | {r.severity} | {r.confidence} | `{r.cause}` | "
+            f"{_cell(r.brief or r.summary)} |"
+        )
+    return "\n".join(lines)
+
+
+def _span(text: str) -> tuple[int, int]:
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise CatalogueError(f"no {START} … {END} markers around the rule table")
+    return start + len(START), end
+
+
+def current(text: str) -> str:
+    """What sits between the markers, without the blank lines around it."""
+    start, end = _span(text)
+    return text[start:end].strip("\n")
+
+
+def replaced(text: str, table: str) -> str:
+    """The document with the table between the markers replaced (blank line either side)."""
+    start, end = _span(text)
+    return f"{text[:start]}\n\n{table}\n\n{text[end:]}"
