@@ -748,7 +748,7 @@ def _load_rules(rules_dirs: tuple[Path, ...]) -> list[engine.Rule]:
     "fmt",
     type=click.Choice(["text", "markdown"]),
     default="text",
-    help="markdown: the README catalogue table (`forensics rules readme` writes it there).",
+    help="markdown: the catalogue table (`forensics rules readme` writes it to docs/rules.md).",
 )
 @click.pass_context
 def rules_cmd(ctx: click.Context, rules_dirs: tuple[Path, ...], fmt: str) -> None:
@@ -799,10 +799,10 @@ def rules_explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]
 
 
 @rules_cmd.command("readme")
-@click.argument("path", default="README.md", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", default="docs/rules.md", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--check", is_flag=True, help="Only check: exit 1 when the table is stale.")
 def rules_readme(path: Path, check: bool) -> None:
-    """Write the pack's rule table between the rule-table markers of README.md."""
+    """Write the pack's rule table between the rule-table markers of docs/rules.md."""
     from forensics.check import engine
     from forensics.tools import rule_catalogue as catalogue
 

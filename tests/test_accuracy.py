@@ -19,8 +19,8 @@ from forensics.tools import accuracy
 from conftest import DATA, ROOT
 
 CORPUS = DATA / "accuracy" / "corpus.jsonl.gz"
-# Regression guards below the measured recall (README table): a rule that starts missing what it
-# caught fails here; the published numbers are checked exactly by the README test.
+# Regression guards below the measured recall (docs/accuracy.md): a rule that starts missing what it
+# caught fails here; the published numbers are checked exactly by the docs test below.
 RECALL_FLOOR = {"hard": 0.9, "heuristic": 0.75}
 MIN_POSITIVES = accuracy.MIN_LABELLED
 # What to do about a rule the corpus does not measure (preview rules are not scored at all).
@@ -100,10 +100,10 @@ def test_every_case_traces_back_to_a_real_source():
     assert kinds["control"] >= 60 and kinds["planted"] >= 300, kinds
 
 
-def test_readme_publishes_the_measured_table(report):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert accuracy.table(report) in readme, (
-        "README.md's accuracy table differs from the measurement; paste the output of "
+def test_docs_publish_the_measured_table(report):
+    doc = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    assert accuracy.table(report) in doc, (
+        "docs/accuracy.md's accuracy table differs from the measurement; paste the output of "
         "`python -m forensics.tools.accuracy`:\n" + accuracy.table(report)
     )
 

@@ -318,9 +318,9 @@ def test_pre_commit_hook_runs_the_scan_over_the_files_at_once():
     assert res.exit_code == 1 and "gate: FAIL" in res.stdout
 
 
-def test_the_readme_pre_commit_example_uses_the_hook():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("as a [pre-commit]") :]
+def test_the_docs_pre_commit_example_uses_the_hook():
+    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    section = doc[doc.index("as a [pre-commit]") :]
     block = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, flags=re.S).group(1))
     (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert block["repos"][0]["hooks"][0]["id"] == hook["id"]

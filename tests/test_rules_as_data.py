@@ -1,9 +1,10 @@
 """Rules are data: a new rule is its TOML file plus its fixtures, and nothing else.
 
-The rule list comes from the pack; the README table is generated (and checked here); a preview
-rule runs but is exempt from the accuracy corpus; a rule without a causes.toml entry gets a
-cause of its own; thresholds are typed parameters; rule and cause files are read strictly; fix
-texts read the values a rule hands over (`data` -> findings.details), never its message.
+The rule list comes from the pack; the catalogue table in docs/rules.md is generated (and
+checked here); a preview rule runs but is exempt from the accuracy corpus; a rule without a
+causes.toml entry gets a cause of its own; thresholds are typed parameters; rule and cause files
+are read strictly; fix texts read the values a rule hands over (`data` -> findings.details),
+never its message.
 """
 
 from __future__ import annotations
@@ -60,20 +61,31 @@ def _diagnosis(rules: list[engine.Rule], episodes: dict[str, list[dict[str, Any]
     return found, diagnose.diagnose(found, turns, trajectories, rules, PACK)
 
 
-# --- the README table is generated --------------------------------------------------------
+# --- the catalogue table (docs/rules.md) is generated ---------------------------------------
 
 
-def test_readme_rule_table_is_generated_from_the_pack():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_catalogue_rule_table_is_generated_from_the_pack():
+    doc = (ROOT / catalogue.CATALOGUE).read_text(encoding="utf-8")
     table = catalogue.markdown_table(engine.load_rules())
-    pinned = catalogue.current(readme)
+    pinned = catalogue.current(doc)
     diff = difflib.unified_diff(
-        pinned.splitlines(), table.splitlines(), "README.md", "the rule files", lineterm=""
+        pinned.splitlines(), table.splitlines(), catalogue.CATALOGUE, "the rule files", lineterm=""
     )
     assert pinned == table, (
-        "README.md's rule table is stale: run `forensics rules readme` (it rewrites the text "
-        "between the rule-table markers from the rule files)\n" + "\n".join(diff)
+        f"{catalogue.CATALOGUE}'s rule table is stale: run `forensics rules readme` (it rewrites "
+        "the text between the rule-table markers from the rule files)\n" + "\n".join(diff)
     )
+
+
+def test_rules_readme_writes_the_catalogue_by_default(tmp_path, monkeypatch):
+    # The command's default target is the catalogue's path, relative to the checkout.
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / catalogue.CATALOGUE
+    target.parent.mkdir(parents=True)
+    target.write_text(f"# Rules\n\n{catalogue.START}\n| old |\n{catalogue.END}\n")
+    assert run("rules", "readme", "--check").exit_code == 1
+    assert run("rules", "readme").exit_code == 0
+    assert catalogue.current(target.read_text()) == catalogue.markdown_table(engine.load_rules())
 
 
 def test_rules_readme_command_checks_and_rewrites(tmp_path):

@@ -1,5 +1,5 @@
-"""The README's SQL walkthrough: every query runs on the sample data and gives the table shown
-under it, so the documentation can not drift from what forensics does."""
+"""The SQL walkthrough of docs/sql.md: every query runs on the sample data and gives the table
+shown under it, so the documentation can not drift from what forensics does."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import forensics
 
 from conftest import ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOC = (ROOT / "docs" / "sql.md").read_text(encoding="utf-8")
 
 
 def _walkthrough() -> str:
-    start = README.index("### Notebook walkthrough")
-    end = README.index("\n## ", start)
-    return README[start:end]
+    start = DOC.index("## Notebook walkthrough")
+    end = DOC.find("\n## ", start + 1)
+    return DOC[start:] if end < 0 else DOC[start:end]
 
 
 def _examples() -> list[tuple[str, str, list[list[str]]]]:
@@ -46,11 +46,11 @@ def _cell(value) -> str:
 def walkthrough_scan():
     code = re.search(r"```python\n(.*?)```", _walkthrough(), flags=re.S).group(1)
     paths = re.search(r"forensics\.scan\((\[.*?\])\)", code).group(1)
-    # the README's paths are relative to the checkout
+    # the document's paths are relative to the checkout
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        return forensics.scan(eval(paths))  # a literal list of strings from the README
+        return forensics.scan(eval(paths))  # a literal list of strings from the document
     finally:
         os.chdir(cwd)
 
@@ -66,7 +66,7 @@ def test_the_walkthrough_has_the_five_queries():
 
 
 @pytest.mark.parametrize(("title", "sql", "expected"), EXAMPLES, ids=[e[0][:2] for e in EXAMPLES])
-def test_query_gives_the_table_in_the_readme(walkthrough_scan, title, sql, expected):
+def test_query_gives_the_table_in_the_docs(walkthrough_scan, title, sql, expected):
     rel = walkthrough_scan.sql(sql)
     got = [list(rel.columns), *([_cell(v) for v in row] for row in rel.fetchall())]
     assert got == expected, title
@@ -76,7 +76,7 @@ def test_the_python_snippet_runs(walkthrough_scan, monkeypatch):
     code = re.search(r"```python\n(.*?)```", _walkthrough(), flags=re.S).group(1)
     monkeypatch.chdir(ROOT)
     scope: dict = {}
-    exec(code, scope)  # the README's own lines
+    exec(code, scope)  # the document's own lines
     assert scope["scan"].findings.height == walkthrough_scan.findings.height
     output2 = forensics.scan([str(ROOT / "sample_logs" / "output2.txt")])
     assert scope["con"].sql("select count(*) from findings").fetchall() == [
@@ -85,7 +85,7 @@ def test_the_python_snippet_runs(walkthrough_scan, monkeypatch):
 
 
 if __name__ == "__main__":
-    # Prints each walkthrough query's result as the README's table, for updating the README
+    # Prints each walkthrough query's result as the document's table, for updating docs/sql.md
     # after a change to the rule pack or the sample data.
     os.chdir(ROOT)
     code = re.search(r"```python\n(.*?)```", _walkthrough(), flags=re.S).group(1)

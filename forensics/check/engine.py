@@ -68,7 +68,7 @@ class Rule:
     sql: str  # as written: {name} placeholders for the parameters
     path: str
     status: str = "stable"
-    brief: str = ""  # the README catalogue's one-liner; the summary when empty
+    brief: str = ""  # the catalogue one-liner (docs/rules.md); the summary when empty
     params: dict[str, Param] = field(default_factory=dict)
     # The rule directories loaded together with this rule, in order. Diagnosis merges their
     # causes.toml files in this order; it is handed only the pack's own directory.

@@ -1,8 +1,8 @@
 """The rule catalogue as Markdown, generated from the rule pack.
 
-README.md's table sits between two markers and is rewritten by `forensics rules readme`;
-tests/test_rules_as_data.py fails when what sits there differs from what the pack generates,
-so the table can not drift from the rule files.
+The catalogue in docs/rules.md (CATALOGUE) sits between two markers and is rewritten by
+`forensics rules readme`; test_rules_as_data.py fails when what sits there differs from what
+the pack generates, so the table can not drift from the rule files.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from collections.abc import Iterable
 
 from forensics.check.engine import Rule
 
+# Relative to the repository root: where `forensics rules readme` writes by default.
+CATALOGUE = "docs/rules.md"
 START = "<!-- rule-table:start -->"
 END = "<!-- rule-table:end -->"
 
 
 class CatalogueError(Exception):
-    """A README without the markers the table is written between."""
+    """A document without the markers the table is written between."""
 
 
 def _cell(text: str) -> str:
@@ -25,7 +27,7 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(rules: Iterable[Rule]) -> str:
-    """One row per rule, by id: its README one-liner (`brief`, else the summary)."""
+    """One row per rule, by id: its catalogue one-liner (`brief`, else the summary)."""
     lines = [
         "| rule | severity | confidence | cause | detects |",
         "|---|---|---|---|---|",

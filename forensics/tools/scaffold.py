@@ -25,7 +25,7 @@ summary = "TODO: what the rule reports, in one sentence (forensics rules, SARIF)
 # preview: runs and reports like any rule, but is not yet measured on the accuracy corpus
 # (tests/data/accuracy). Delete this line once labelled corpus cases cover the rule.
 status = "preview"
-# The README catalogue's one-liner, when it should differ from the summary.
+# The rule catalogue's one-liner (docs/rules.md), when it should differ from the summary.
 # brief = "TODO"
 # Each inner list is a set of columns that, all present, make the rule checkable.
 requires = [["content"]]
