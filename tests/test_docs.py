@@ -386,3 +386,27 @@ def test_links_and_paths_resolve(doc):
             if not (ROOT / path).exists() and not placeholder:
                 broken.append(path)
     assert not broken, f"{doc.relative_to(ROOT)}: these do not resolve: {broken}"
+
+
+# --- summaries quote the full tables ---------------------------------------------------------
+
+
+def test_readme_accuracy_summary_adds_up_the_table():
+    table = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    rows = re.findall(
+        r"^\| `[\w-]+` \| (?:hard|heuristic) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|", table, re.M
+    )
+    labelled, tp, fp, fn = (sum(int(r[i]) for r in rows) for i in range(4))
+    summary = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert (
+        f"Over the {len(rows)} measured rules: {labelled} labelled findings, {tp} found, "
+        f"{fp} false positives, {fn} miss" in summary
+    )
+
+
+def test_rule_counts_in_prose_match_the_pack():
+    from forensics.check import engine
+
+    n = len(engine.load_rules())
+    assert f"{n} rules, one TOML file each" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"{n} rules, one file each" in (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
