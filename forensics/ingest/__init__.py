@@ -1,4 +1,9 @@
-"""Ingest: files in, tables out. Each file's format is detected from its first bytes."""
+"""Ingest: files in, tables out. Each file's format is detected from its first bytes.
+
+The formats are declared in their own modules (`ingest/formats/`, each a `registry.FormatSpec`)
+or by installed packages (entry point group `forensics.formats`); FORMATS lists them in the
+order detection asks them.
+"""
 
 from __future__ import annotations
 

@@ -122,3 +122,15 @@ def test_a_declaration_must_name_every_part():
             rerun=None,
             seeds={},
         )
+
+
+def test_the_fuzz_seeds_cover_every_format():
+    """tests/hostile.py takes its seeds from the declarations: the robustness properties run
+    over every registered format."""
+    from hostile import SEEDS
+
+    seeded = set()
+    for path in SEEDS.values():
+        detected, _ = ingest.detect(files.head(path), path)
+        seeded.add(detected.name if detected else None)
+    assert seeded == set(SPECS)
