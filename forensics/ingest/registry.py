@@ -143,7 +143,14 @@ def load_plugins(taken: Iterable[str] = ()) -> list[FormatSpec]:
     """
     names = set(taken)
     out: list[FormatSpec] = []
-    for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    try:
+        points = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception as exc:  # broken metadata of some installed package
+        warnings.warn(
+            f"format plugins not loaded: {type(exc).__name__}: {exc}", FormatPluginWarning, 2
+        )
+        return out
+    for point in points:
         dist = point.dist.name if point.dist is not None else "an unknown package"
         where = f"format plugin {point.name!r} ({point.value}, from {dist})"
         try:

@@ -29,6 +29,8 @@ PLUGIN = textwrap.dedent(
     '''
     """A demo format: a first line DEMO, then `role: text` lines."""
 
+    import dataclasses
+
     from forensics.ingest.records import Episode, Run
     from forensics.ingest.registry import FormatSpec
 
@@ -63,6 +65,7 @@ PLUGIN = textwrap.dedent(
         seeds={"demo": "demo.txt"},
     )
     NOT_A_SPEC = {"name": "nothing"}
+    LATE = dataclasses.replace(SPEC, name="demo_after_text", priority=1200)
     TAKEN = FormatSpec(
         name="har", description="a second HAR", detection="never", sniff=sniff, ingest=ingest,
         priority=851, columns=frozenset(), benchmark=False, artifact="x", rerun=None, seeds={},
@@ -76,6 +79,7 @@ ENTRY_POINTS = textwrap.dedent(
     missing = forensics_no_such_module:SPEC
     wrong = forensics_demo_format:NOT_A_SPEC
     taken = forensics_demo_format:TAKEN
+    late = forensics_demo_format:LATE
     """
 )
 
@@ -106,12 +110,16 @@ def test_the_entry_point_declares_a_format_and_broken_ones_warn(site):
     builtin = [spec.name for spec in ingest.FORMATS]
     with pytest.warns(FormatPluginWarning) as caught:
         plugins = load_plugins(taken=builtin)
-    assert [(p.name, p.origin) for p in plugins] == [("demo_lines", "forensics-demo-format")]
+    assert [(p.name, p.origin) for p in plugins] == [
+        ("demo_lines", "forensics-demo-format"),
+        ("demo_after_text", "forensics-demo-format"),
+    ]
     said = sorted(str(w.message) for w in caught)
-    assert len(said) == 3
-    assert "format plugin 'missing'" in said[0] and "ModuleNotFoundError" in said[0]
-    assert "format plugin 'taken'" in said[1] and "'har' is already declared" in said[1]
-    assert "format plugin 'wrong'" in said[2] and "expected a FormatSpec" in said[2]
+    assert len(said) == 4
+    assert "format plugin 'late'" in said[0] and "will never be detected" in said[0]
+    assert "format plugin 'missing'" in said[1] and "ModuleNotFoundError" in said[1]
+    assert "format plugin 'taken'" in said[2] and "'har' is already declared" in said[2]
+    assert "format plugin 'wrong'" in said[3] and "expected a FormatSpec" in said[3]
     assert all("forensics-demo-format" in s for s in said)
 
 
@@ -125,7 +133,7 @@ def test_a_plugin_format_is_detected_in_its_declared_place_and_read(site, tmp_pa
     result = forensics.scan([str(demo_file(tmp_path))])
     assert [f.format for f in result.files] == ["demo_lines"]
     assert result.turns["content"].to_list() == ["hello", "<think>never closed"]
-    (entry,) = [e for e in format_catalogue.entries(engine.load_rules()) if e.origin]
+    entry = next(e for e in format_catalogue.entries(engine.load_rules()) if e.origin)
     assert (entry.name, entry.rerun) == ("demo_lines", "demo-run --only <id> <id>")
     assert "unclosed-think" in entry.rules
 
