@@ -18,85 +18,20 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
+from forensics.ingest import FORMATS
 from forensics.ingest.parse import files, jsonwalk
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 SAMPLES = ROOT / "sample_logs"
 
-# One small real or realistic file of every format the scanner reads.
+# One small real or realistic file of every format the scanner reads, by seed label: each
+# format declares its seeds (ingest.registry.FormatSpec.seeds, paths from the repository root).
 SEEDS: dict[str, Path] = {
-    "tau_bench_log": SAMPLES / "output2.txt",
-    "tau_bench_results": SAMPLES / "tau_bench_results_control.json",
-    "tau2_results": DATA / "tau2" / "leaderboard-trimmed_toolorchestra_airline.subset2.json",
-    "tau2_simulation": DATA
-    / "tau2"
-    / "dir_text_run"
-    / "simulations"
-    / "0f6c1e55-0000-4000-8000-000000000002.json",
-    "gemini_rest": DATA / "gemini" / "rest_max_tokens.json",
-    "gemini_jsonl": DATA / "gemini" / "synthetic_mixed.jsonl",
-    "gemini_array_stream": DATA / "gemini" / "stream_json_array.json",
-    "gemini_sse": DATA / "gemini" / "stream_alt_sse.txt",
-    "capture_jsonl": DATA / "capture" / "vllm_agent_loop.jsonl",
-    "capture_batch": DATA / "capture" / "batch.jsonl",
-    "capture_bodies": DATA / "capture" / "bodies.json",
-    "capture_sse": DATA / "capture" / "streams.sse",
-    "har": DATA / "capture" / "agent.har",
-    "litellm": DATA / "capture" / "litellm_logs.jsonl",
-    "cassette_yaml": DATA / "cassettes" / "synthetic" / "vcrpy_agent_loop.yaml",
-    "cassette_json": DATA / "cassettes" / "synthetic" / "ruby_vcr_ollama.json",
-    "ollama_ndjson": DATA / "cassettes" / "synthetic" / "ollama_saved_streams.jsonl",
-    "cassette_bedrock_stream": DATA
-    / "cassettes"
-    / "real"
-    / "pydantic_ai_test_bedrock_model_stream.yaml",
-    "sharegpt": DATA / "traces" / "sharegpt" / "hermes_agent_trajectories.jsonl",
-    # Not a line format for the invariant: a response's block lines are one turn, and metadata
-    # lines are counted in the file's note.
-    "claude_code": DATA / "traces" / "claude_code" / "session_errors.jsonl",
-    "otlp_jsonl": DATA / "traces" / "otlp" / "file_exporter_genai.jsonl",
-    "otlp_document": DATA / "traces" / "otlp" / "mixed_conventions.json",
-    "otlp_logs": DATA / "traces" / "otlp" / "file_exporter_genai_events.jsonl",
-    "atropos": DATA / "traces" / "atropos" / "math_groups.jsonl",
-    "sdk_repr_log": DATA / "traces" / "sdk_repr" / "langgraph_prints.log",
-    # Agent logs (issue 12): a ZIP container, JSON documents, one V1 event file.
-    "inspect_eval": DATA / "agents" / "inspect" / "log_formats.eval",
-    "inspect_json": DATA / "agents" / "inspect" / "synthetic_failures.json",
-    "swe_agent_traj": DATA / "agents" / "swe_agent" / "networking_1.traj",
-    "mini_swe_agent": DATA
-    / "agents"
-    / "mini_swe_agent"
-    / "swe-agent__test-repo-1"
-    / "swe-agent__test-repo-1.traj.json",
-    "harbor_atif": DATA
-    / "agents"
-    / "harbor"
-    / "2026-01-05__12-00-00"
-    / "hello-world__Xy7Lm2Q"
-    / "agent"
-    / "trajectory.json",
-    "harbor_trial_result": DATA
-    / "agents"
-    / "harbor"
-    / "2026-01-05__12-00-00"
-    / "fix-git__Tq9Rs1U"
-    / "result.json",
-    "openhands_events": DATA
-    / "agents"
-    / "openhands"
-    / "v1"
-    / "11111111222233334444555555555555"
-    / "events"
-    / "event-00003-005e0000-0000-0040-0080-000000000003.json",
-    "openhands_legacy": DATA / "agents" / "openhands" / "legacy" / "basic_interactions.json",
-    # tau-bench results of a ReAct agent: tool calls written as text (enrich parses them)
-    "tau_bench_react": DATA
-    / "textcalls"
-    / "react-llama-3.1-8b-instruct-0.0_range_0-2_user-gpt-4o-llm_1118113344.json",
+    label: ROOT / path for spec in FORMATS for label, path in sorted(spec.seeds.items())
 }
 
-# Formats whose records are lines (one JSON value per line), for the accounting invariant.
+# Seeds whose records are lines (one JSON value per line), for the accounting invariant.
 LINE_FORMATS = {
     "gemini_jsonl",
     "capture_jsonl",
@@ -105,11 +40,10 @@ LINE_FORMATS = {
     "sharegpt",
     "atropos",
 }
-# Formats whose records are the elements of a top-level array.
-ARRAY_FORMATS = {"tau_bench_results"}
+# Seeds whose records are the elements of a top-level array.
+ARRAY_FORMATS = {"tau_bench_results", "tau_bench_react"}
 # HTTP cassettes: every interaction is a turn source or a reject.
 CASSETTE_FORMATS = {"cassette_yaml", "cassette_json", "cassette_bedrock_stream"}
-ARRAY_FORMATS = {"tau_bench_results", "tau_bench_react"}
 
 HUGE = 2**70
 DEEP = 3000

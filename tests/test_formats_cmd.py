@@ -7,8 +7,24 @@ from click.testing import CliRunner
 from forensics import schema
 from forensics.check import engine
 from forensics.cli import cli
-from forensics.ingest import FORMATS, Format
+from forensics.ingest import FORMATS, FormatSpec
 from forensics.tools import format_catalogue
+
+
+def toy(columns: frozenset[str]) -> FormatSpec:
+    return FormatSpec(
+        name="toy",
+        description="toy format",
+        detection="never",
+        sniff=lambda _h: None,
+        ingest=lambda _p, _c: 0,
+        priority=950,
+        columns=columns,
+        benchmark=False,
+        artifact="toy files",
+        rerun=None,
+        seeds={},
+    )
 
 
 def test_every_format_is_listed_once_in_detection_order():
@@ -26,10 +42,7 @@ def test_declared_columns_are_turn_columns():
 def test_rules_follow_from_declared_columns_as_the_engine_decides():
     rules = engine.load_rules()
     by_id = {r.id: r for r in rules}
-    fmt = Format(
-        "toy", "toy format", lambda _h: None, lambda _p, _c: 0, columns=frozenset({"content"})
-    )
-    (entry,) = format_catalogue.entries(rules, [fmt])
+    (entry,) = format_catalogue.entries(rules, [toy(frozenset({"content"}))])
     # content-only rules run; a rule that needs finish_reason (or its alternatives) does not.
     assert "unclosed-think" in entry.rules
     assert "max-tokens" not in entry.rules
@@ -41,12 +54,37 @@ def test_rules_follow_from_declared_columns_as_the_engine_decides():
     assert set(entry.rules) | set(missing) == set(by_id)
 
 
-def test_undeclared_formats_say_so_and_list_no_rules():
-    fmt = Format("legacy", "a format without a declaration", lambda _h: None, lambda _p, _c: 0)
-    (entry,) = format_catalogue.entries(engine.load_rules(), [fmt])
-    assert entry.columns is None and entry.rules == []
-    text = format_catalogue.render_text([entry], 5)
-    assert "columns: not declared" in text
+def test_every_format_is_described_in_full():
+    """No format is left "not described" or "not declared": each block names its detection,
+    the plan's noun and its columns."""
+    out = CliRunner().invoke(cli, ["formats"]).output
+    assert "not described" not in out and "not declared" not in out
+    blocks = [b for b in out.split("\n\n") if b.strip()]
+    assert len(blocks) == len(FORMATS)
+    for fmt, block in zip(FORMATS, blocks, strict=True):
+        assert block.startswith(f"{fmt.name} — {fmt.description}")
+        assert f"  detected by: {fmt.detection}" in block
+        assert f"  validation plan: scan the new {fmt.artifact}" in block
+        assert "  columns: " in block
+
+
+def test_atif_says_it_carries_no_finish_reason():
+    """Harbor's ATIF keeps no finish reason: rules that need one are listed as not checked, and
+    the finish reason an agent may write into a step's extra is shown apart."""
+    out = CliRunner().invoke(cli, ["formats"]).output
+    block = out.split("harbor_atif — ", 1)[1].split("\n\n", 1)[0]
+    columns = block.split("  columns: ", 1)[1].split("\n", 1)[0].split(", ")
+    assert "finish_reason" not in columns and "finish_reason_raw" not in columns
+    assert "also, when a writer adds them: finish_reason, finish_reason_raw" in block
+    assert "not checked: max-tokens (needs finish_reason or max_output_tokens)" in block
+
+
+def test_a_harness_rerun_is_shown_with_its_separator():
+    out = CliRunner().invoke(cli, ["formats"]).output
+    block = out.split("inspect_json — ", 1)[1].split("\n\n", 1)[0]
+    assert (
+        "validation plan: scan the new log; rerun with inspect eval: --sample-id <id>,<id>" in block
+    )
 
 
 def test_the_command_shows_a_declared_format_in_full():
@@ -75,11 +113,9 @@ def test_declarations_cover_every_column_the_test_data_fills():
 
     # Fusion off: what each format fills by itself, not what another artifact lent it.
     result = forensics.scan([str(DATA), str(ROOT / "sample_logs")], settings=Settings(fuse=False))
-    declared = {f.name: f.columns for f in FORMATS}
+    declared = {f.name: f.columns | f.extra_columns for f in FORMATS}
     turns = result.turns
     for fmt in sorted(turns["source_format"].unique().to_list()):
-        if declared.get(fmt) is None:
-            continue  # a format of another branch, not declared yet
         rows = turns.filter(pl.col("source_format") == fmt)
         filled = {c for c in schema.RAW_TURNS.names if rows[c].is_not_null().any()}
         extra = filled - declared[fmt] - format_catalogue.ALWAYS_FILLED - {"task_id"}

@@ -13,16 +13,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forensics.ingest import spec_of
+
 # Columns only an API capture (a proxy log, HAR, SSE stream, LiteLLM log, SDK dump) records.
 TRANSPORT_COLUMNS = frozenset(
     {"request_hash", "request_keys", "stream_completed", "http_status", "tool_calls_without_type"}
 )
-# Formats that record episodes as a benchmark writes them, never the HTTP exchange. A format
-# not named here (every capture format, and formats added later) may carry transport columns,
-# so its gaps are always told: an unneeded line is better than a silent gap.
-BENCHMARK_FORMATS = frozenset(
-    {"tau_bench_results", "tau_bench_log", "tau2_results", "tau2_simulation"}
-)
+
+
+def _benchmark(fmt: str | None) -> bool:
+    """Whether the format records episodes as a benchmark writes them, never the HTTP exchange
+    (its declaration's `benchmark`). Any other format (every capture format, one not
+    registered) may carry transport columns, so its gaps are always told: an unneeded line is
+    better than a silent gap."""
+    spec = spec_of(fmt)
+    return spec is not None and spec.benchmark
 
 
 def _relevant(alternatives: Iterable[str], transport: bool) -> list[str]:
@@ -63,7 +68,7 @@ def groups(
     per_rule: dict[str, set[str]] = {}
     files_of: dict[str, set[str]] = {}
     for row in not_checked:
-        transport = formats.get(row["path"]) not in BENCHMARK_FORMATS
+        transport = not _benchmark(formats.get(row["path"]))
         missing = _relevant(row["missing"], transport)
         if not missing:
             continue

@@ -19,6 +19,7 @@ import polars as pl
 from forensics.check.engine import Rule
 from forensics.diagnosis.causes import UNCLASSIFIED, cause_specs
 from forensics.diagnosis.facts import TOOL_CALL_PARSERS, cause_facts, match_model
+from forensics.ingest import spec_of
 from forensics.schema import SEVERITIES
 from forensics.wording import agree
 
@@ -291,20 +292,16 @@ def _keep(
     return keep
 
 
-# How to rerun a few tasks, by the harness that wrote the scanned files.
-_RERUN = {
-    "tau_bench_log": "tau-bench run.py: --task-ids {tasks}",
-    "tau_bench_results": "tau-bench run.py: --task-ids {tasks}",
-    "tau2_results": "tau2 run: --task-ids {tasks}",
-    "tau2_simulation": "tau2 run: --task-ids {tasks}",
-}
-# What the next scan reads, by the kind of file scanned.
-_ARTIFACT = {
-    "tau_bench_log": "log",
-    "tau_bench_results": "results",
-    "tau2_results": "results",
-    "tau2_simulation": "results",
-}
+def _rerun(fmt: str | None, tasks: list[str]) -> str | None:
+    """How to rerun these tasks with the harness that wrote the format (its declaration)."""
+    spec = spec_of(fmt)
+    return spec.rerun_hint(tasks) if spec is not None else None
+
+
+def _artifact(fmt: str | None) -> str:
+    """What the next scan reads, by the format scanned (a format not registered: a capture)."""
+    spec = spec_of(fmt)
+    return spec.artifact if spec is not None else "capture"
 
 
 def _validation(causes: list[Cause], trajectories: pl.DataFrame) -> list[str]:
@@ -318,13 +315,13 @@ def _validation(causes: list[Cause], trajectories: pl.DataFrame) -> list[str]:
     formats = set(affected["source_format"].to_list())
     steps = []
     if tasks:
-        rerun = {_RERUN.get(f) for f in formats}
+        rerun = {_rerun(f, tasks) for f in formats}
         flag = rerun.pop() if len(rerun) == 1 else None
-        how = f" ({flag.format(tasks=' '.join(tasks))})" if flag else ""
+        how = f" ({flag})" if flag else ""
         noun = "task" if len(tasks) == 1 else f"{len(tasks)} shortest affected tasks"
         steps.append(f"Apply fix 1 of cause 1, then rerun the {noun}{how} before the full run.")
     scanned = set(trajectories["source_format"].to_list())
-    kinds = {_ARTIFACT.get(f, "capture") for f in scanned}
+    kinds = {_artifact(f) for f in scanned}
     artifact = kinds.pop() if len(kinds) == 1 else "run"
     for c in causes:
         zero = ", ".join(c.rules_to_zero)

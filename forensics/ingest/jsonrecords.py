@@ -90,6 +90,50 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
     reject_trailing(collector, name, text, end, line_of, fmt)
 
 
+@dataclass(frozen=True)
+class Document:
+    """A JSON document read whole: its value, where it starts and its lines."""
+
+    value: Any
+    start: int
+    line_of: jsonwalk.LineCounter
+
+
+def document(
+    collector: Collector,
+    name: str,
+    text: str,
+    fmt: str,
+    not_whole: str | Callable[[jsonwalk.WalkError, int], str],
+    walk: Callable[[str, int], tuple[Any, int]] = jsonwalk.obj,
+    *,
+    json_path: str | None = None,
+    skip_bom: bool = False,
+    excerpt_from_start: bool = False,
+) -> Document | None:
+    """The one JSON document text must be, or None once it is rejected.
+
+    walk reads the value from where it starts (default: an object, every key read whole).
+    A document that does not parse is rejected at the line where the parse stopped, the reason
+    being `<not_whole>: <parser message>` (or not_whole(error, line) when it is a function),
+    with the text from there (from the document's start: excerpt_from_start) as excerpt. Data
+    after a whole document is rejected too, from where it starts. skip_bom: a leading byte-order
+    mark is skipped rather than a parse error.
+    """
+    line_of = jsonwalk.LineCounter(text)
+    start = jsonwalk.skip_ws(text, 1 if skip_bom and text.startswith("\ufeff") else 0)
+    try:
+        value, end = walk(text, start)
+    except jsonwalk.WalkError as exc:
+        line = line_of(exc.pos)
+        reason = f"{not_whole}: {exc.msg}" if isinstance(not_whole, str) else not_whole(exc, line)
+        at = start if excerpt_from_start else exc.pos
+        collector.reject(name, line, reason, text[at : at + 200], fmt, json_path)
+        return None
+    reject_trailing(collector, name, text, end, line_of, fmt)
+    return Document(value, start, line_of)
+
+
 def _locator(text: str, start: int, line_of: jsonwalk.LineCounter) -> Callable[[str], int]:
     # Readers locate the parts of a record in document order: each search starts after the
     # previous match, so locating every part of a large document stays linear.

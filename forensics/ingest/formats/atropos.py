@@ -24,6 +24,7 @@ from forensics.ingest.formats.sharegpt import leading_reasoning
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int
 from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "atropos_groups"
 
@@ -152,3 +153,23 @@ def ingest(path: Path, collector: Collector) -> int:
                 collector.add_episode(ep)
                 count += 1
     return count
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="Atropos scored groups (process-mode rollout dumps)",
+        detection='JSONL whose lines start with {"tokens": [[<ids>…, or objects with tokens, '
+        "masks and scores",
+        sniff=sniff,
+        ingest=ingest,
+        priority=830,
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "tool_call_id", "max_output_tokens"}
+        ),
+        benchmark=False,
+        artifact="rollouts",
+        rerun=None,
+        seeds={"atropos": "tests/data/traces/atropos/math_groups.jsonl"},
+    ),
+)

@@ -21,9 +21,23 @@ from forensics.ingest.api.prefix import PrefixParser
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import without_query
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Run, isolated
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "api_capture"
 LITELLM_FORMAT = "litellm_log"
+
+# What a captured call fills (schema.RAW_TURNS), for the declarations of the capture formats:
+# the response as every dialect of api/exchange.py reads it, then the request side around it.
+RESPONSE_COLUMNS = frozenset(
+    {"content", "reasoning", "tool_calls", "tool_call_id", "finish_reason", "finish_reason_raw"}
+    | {"input_tokens", "output_tokens", "reasoning_tokens", "model", "error", "http_status"}
+    | {"stream", "stream_completed", "tool_calls_without_type"}
+)
+EXCHANGE_COLUMNS = RESPONSE_COLUMNS | {
+    "max_output_tokens", "tools_attached", "tool_choice", "tool_count", "endpoint",
+    "enable_thinking", "reasoning_budget", "reasoning_effort", "request_hash", "request_keys",
+    "offered_tools", "replayed",
+}  # fmt: skip
 
 
 def sniff(head: str) -> str | None:
@@ -256,3 +270,39 @@ def ingest(path: Path, collector: Collector) -> int:
 
 def ingest_litellm(path: Path, collector: Collector) -> int:
     return read(path, collector, LITELLM_FORMAT)
+
+
+SPECS = (
+    FormatSpec(
+        name=LITELLM_FORMAT,
+        description="LiteLLM standard logging payloads / spend-log rows",
+        detection="records with call_type (StandardLoggingPayload, spend-log rows)",
+        sniff=sniff_litellm,
+        ingest=ingest_litellm,
+        priority=720,
+        columns=EXCHANGE_COLUMNS,
+        benchmark=False,
+        artifact="capture",
+        rerun=None,
+        seeds={"litellm": "tests/data/capture/litellm_logs.jsonl"},
+    ),
+    FormatSpec(
+        name=FORMAT,
+        description="captured LLM API calls (request/response pairs, Batch lines, bodies)",
+        detection="records with request/response, custom_id (Batch), or bare response bodies",
+        sniff=sniff,
+        ingest=ingest,
+        # After Ollama's answers (ollama_capture), whose `response` key is no request/response
+        # pair.
+        priority=740,
+        columns=EXCHANGE_COLUMNS,
+        benchmark=False,
+        artifact="capture",
+        rerun=None,
+        seeds={
+            "capture_jsonl": "tests/data/capture/vllm_agent_loop.jsonl",
+            "capture_batch": "tests/data/capture/batch.jsonl",
+            "capture_bodies": "tests/data/capture/bodies.json",
+        },
+    ),
+)

@@ -37,6 +37,7 @@ from forensics.ingest.formats import capture
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, without_query
 from forensics.ingest.records import Collector, isolated, reject_trailing
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "http_cassette"
 
@@ -425,3 +426,28 @@ def ingest(path: Path, collector: Collector) -> int:
     if seen == 0:
         collector.note(str(path), "cassette with no recorded interactions")
     return reader.finish()
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="HTTP cassettes (vcrpy, Ruby VCR, go-vcr) of LLM API calls",
+        detection="a YAML or JSON document whose interactions / http_interactions list holds "
+        "recorded HTTP exchanges",
+        sniff=sniff,
+        ingest=ingest,
+        # Before the sidecar sniffer, whose small status objects a lone API body could
+        # resemble; YAML as often as JSON, so before the text scanner takes it.
+        priority=700,
+        columns=capture.EXCHANGE_COLUMNS,
+        benchmark=False,
+        artifact="capture",
+        rerun=None,
+        seeds={
+            "cassette_yaml": "tests/data/cassettes/synthetic/vcrpy_agent_loop.yaml",
+            "cassette_json": "tests/data/cassettes/synthetic/ruby_vcr_ollama.json",
+            "cassette_bedrock_stream": "tests/data/cassettes/real/"
+            "pydantic_ai_test_bedrock_model_stream.yaml",
+        },
+    ),
+)

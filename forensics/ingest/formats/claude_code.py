@@ -34,6 +34,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int, json_text
 from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "claude_code"
 
@@ -267,3 +268,28 @@ def ingest(path: Path, collector: Collector) -> int:
             f"{metadata} session metadata line(s) (summary, snapshots, notices) read, not turns",
         )
     return len(sessions)
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="Claude Code session transcript (~/.claude/projects/*/*.jsonl)",
+        detection="JSONL lines with parentUuid/sessionId, or a first summary (leafUuid), "
+        "file-history-snapshot or other session line; stream-json output (system init line "
+        "with session_id)",
+        sniff=sniff,
+        ingest=ingest,
+        priority=810,
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "tool_call_id", "finish_reason"}
+            | {"finish_reason_raw", "input_tokens", "output_tokens", "max_output_tokens"}
+            | {"tools_attached", "model", "http_status", "error"}
+        ),
+        benchmark=False,
+        artifact="transcript",
+        rerun=None,
+        # A response's block lines are one turn and metadata lines are counted in the file's
+        # note: not a line format for the robustness accounting.
+        seeds={"claude_code": "tests/data/traces/claude_code/session_errors.jsonl"},
+    ),
+)

@@ -22,6 +22,7 @@ from forensics.ingest.formats import capture
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, without_query
 from forensics.ingest.records import Collector, isolated, reject_trailing
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "har"
 
@@ -112,3 +113,20 @@ def ingest(path: Path, collector: Collector) -> int:
         )
         reader.reject(line_of(where), reason, text[where : where + 200])
     return reader.finish()
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="HAR 1.2 capture of LLM API calls",
+        detection="a JSON object with log.entries / log.creator",
+        sniff=sniff,
+        ingest=ingest,
+        priority=710,
+        columns=capture.EXCHANGE_COLUMNS,
+        benchmark=False,
+        artifact="capture",
+        rerun=None,
+        seeds={"har": "tests/data/capture/agent.har"},
+    ),
+)

@@ -29,9 +29,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run, reject_trailing
+from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "harbor_atif"
 FORMAT_RESULT = "harbor_trial_result"
@@ -112,20 +114,17 @@ def _run_id(trial: Path | None, fallback: str) -> str:
 
 
 def _walk(path: Path, collector: Collector) -> tuple[dict[str, Any], jsonwalk.LineCounter] | None:
-    text = files.read_text(path)
-    line_of = jsonwalk.LineCounter(text)
-    try:
-        doc, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), {"steps": walkers.positioned()})
-    except jsonwalk.WalkError as exc:
-        collector.reject(
-            str(path),
-            line_of(exc.pos),
-            f"not a whole ATIF trajectory: {exc.msg}",
-            text[exc.pos : exc.pos + 200],
-            FORMAT,
-        )
+    read = jsonrecords.document(
+        collector,
+        str(path),
+        files.read_text(path),
+        FORMAT,
+        "not a whole ATIF trajectory",
+        lambda text, pos: jsonwalk.obj(text, pos, {"steps": walkers.positioned()}),
+    )
+    if read is None:
         return None
-    reject_trailing(collector, str(path), text, end, line_of, FORMAT)
+    doc, line_of = read.value, read.line_of
     if walkers.items(doc, "steps") is None:
         excerpt = json_text(doc["steps"]) or ""
         collector.reject(str(path), 1, "steps is not an array", excerpt, FORMAT, "$.steps")
@@ -301,20 +300,12 @@ def _name_run(run: Run) -> None:
 def ingest_result(path: Path, collector: Collector) -> int:
     """A trial result: metadata of the trajectory beside it, else an episode of its own."""
     name = str(path)
-    text = files.read_text(path)
-    line_of = jsonwalk.LineCounter(text)
-    try:
-        result, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0))
-    except jsonwalk.WalkError as exc:
-        collector.reject(
-            name,
-            line_of(exc.pos),
-            f"not a whole trial result: {exc.msg}",
-            text[exc.pos : exc.pos + 200],
-            FORMAT_RESULT,
-        )
+    read = jsonrecords.document(
+        collector, name, files.read_text(path), FORMAT_RESULT, "not a whole trial result"
+    )
+    if read is None:
         return 0
-    reject_trailing(collector, name, text, end, line_of, FORMAT_RESULT)
+    result = read.value
     if (path.parent / _TRAJECTORY).is_file():
         collector.note(name, f"trial result, applied to {_TRAJECTORY}")
         collector.metadata_files.add(name)
@@ -333,3 +324,43 @@ def ingest_result(path: Path, collector: Collector) -> int:
     _name_run(run)
     collector.add_episode(ep)
     return 1
+
+
+_TRIAL = "tests/data/agents/harbor/2026-01-05__12-00-00"
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="Harbor / Terminal-Bench ATIF trajectory",
+        detection='a JSON object with schema_version "ATIF…", or with session_id, agent and steps',
+        sniff=sniff,
+        ingest=ingest,
+        priority=300,
+        # ATIF keeps no finish reason nor output cap; metrics give usage and cost, the agent
+        # block the tools it was offered.
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "input_tokens", "output_tokens", "cost_usd"}
+            | {"model", "tools_attached", "tool_count"}
+        ),
+        extra_columns=frozenset({"finish_reason", "finish_reason_raw"}),
+        benchmark=False,
+        artifact="trials",
+        rerun=None,
+        seeds={"harbor_atif": f"{_TRIAL}/hello-world__Xy7Lm2Q/agent/trajectory.json"},
+    ),
+    FormatSpec(
+        name=FORMAT_RESULT,
+        description="Harbor trial result.json (reward, exception)",
+        detection="a JSON object with task_name, trial_name and agent_info, verifier_result, "
+        "exception_info or trial_uri",
+        sniff=sniff_result,
+        ingest=ingest_result,
+        priority=310,
+        # The trial's reward and how it ended: the trajectory's, never a turn's.
+        columns=frozenset(),
+        benchmark=False,
+        artifact="trials",
+        rerun=None,
+        seeds={"harbor_trial_result": f"{_TRIAL}/fix-git__Tq9Rs1U/result.json"},
+    ),
+)

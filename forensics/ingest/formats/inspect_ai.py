@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers, zipmembers
 from forensics.ingest.parse.apicommon import (
     as_dict,
@@ -43,8 +44,8 @@ from forensics.ingest.records import (
     Episode,
     Run,
     isolated,
-    reject_trailing,
 )
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "inspect_eval"
 FORMAT_JSON = "inspect_json"
@@ -439,20 +440,17 @@ def _add_sample(
 def ingest_json(path: Path, collector: Collector) -> int:
     name = str(path)
     text = files.read_text(path)
-    line_of = jsonwalk.LineCounter(text)
-    start = jsonwalk.skip_ws(text, 0)
-    try:
-        log, end = jsonwalk.obj(text, start, {"samples": walkers.positioned(_sample_walker)})
-    except jsonwalk.WalkError as exc:
-        collector.reject(
-            name,
-            line_of(exc.pos),
-            f"not a whole Inspect AI log: {exc.msg}",
-            text[exc.pos : exc.pos + 200],
-            FORMAT_JSON,
-        )
+    read = jsonrecords.document(
+        collector,
+        name,
+        text,
+        FORMAT_JSON,
+        "not a whole Inspect AI log",
+        lambda t, pos: jsonwalk.obj(t, pos, {"samples": walkers.positioned(_sample_walker)}),
+    )
+    if read is None:
         return 0
-    reject_trailing(collector, name, text, end, line_of, FORMAT_JSON)
+    log, line_of = read.value, read.line_of
     run, cap = _run(log, path.stem)
     samples = walkers.items(log, "samples")
     if samples is None:
@@ -523,25 +521,15 @@ def _read_eval(path: Path, collector: Collector) -> int:
         samples_seen += 1
         if run is None:
             run, cap = _run({}, path.stem)
-        line_of = jsonwalk.LineCounter(text)
-        start = jsonwalk.skip_ws(text, 0)
         with isolated(collector, where, 1, FORMAT, "$"):
-            try:
-                sample, end = _sample_walker(text, start)
-            except jsonwalk.WalkError as exc:
-                collector.reject(
-                    where,
-                    line_of(exc.pos),
-                    f"invalid JSON: {exc.msg}",
-                    text[exc.pos : exc.pos + 200],
-                    FORMAT,
-                    "$",
-                )
+            read = jsonrecords.document(
+                collector, where, text, FORMAT, "invalid JSON", _sample_walker, json_path="$"
+            )
+            if read is None:
                 rejected += 1
                 continue
-            reject_trailing(collector, where, text, end, line_of, FORMAT)
             count += _add_sample(
-                collector, text, where, run, cap, FORMAT, line_of, start, sample, "$"
+                collector, text, where, run, cap, FORMAT, read.line_of, read.start, read.value, "$"
             )
     if count == 0:
         if run is None and samples_seen == 0 and rejected == 0:
@@ -552,3 +540,47 @@ def _read_eval(path: Path, collector: Collector) -> int:
         elif rejected:
             collector.note(name, f"{rejected} member(s) rejected (see rejects)")
     return count
+
+
+# What a model event and its message give a turn (_call_fields, _episode).
+_COLUMNS = frozenset(
+    {
+        "content", "reasoning", "tool_calls", "finish_reason", "finish_reason_raw",
+        "input_tokens", "output_tokens", "reasoning_tokens", "max_output_tokens",
+        "tools_attached", "tool_count", "tool_choice", "model", "endpoint", "error",
+    }
+)  # fmt: skip
+# The plan reruns samples by id: Inspect's --sample-id takes them comma-separated.
+_RERUN = "inspect eval: --sample-id {tasks}"
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="Inspect AI .eval log (ZIP of JSON members, deflate or zstd)",
+        detection="a ZIP archive whose first member is header.json, _journal/… or samples/…, "
+        "or any ZIP archive named .eval",
+        claim=claim,
+        ingest=ingest_eval,
+        priority=100,
+        columns=_COLUMNS,
+        benchmark=False,
+        artifact="log",
+        rerun=_RERUN,
+        rerun_separator=",",
+        seeds={"inspect_eval": "tests/data/agents/inspect/log_formats.eval"},
+    ),
+    FormatSpec(
+        name=FORMAT_JSON,
+        description="Inspect AI .json log",
+        detection="a JSON object with version and eval, and status or plan",
+        sniff=sniff_json,
+        ingest=ingest_json,
+        priority=110,
+        columns=_COLUMNS,
+        benchmark=False,
+        artifact="log",
+        rerun=_RERUN,
+        rerun_separator=",",
+        seeds={"inspect_json": "tests/data/agents/inspect/synthetic_failures.json"},
+    ),
+)

@@ -17,6 +17,7 @@ from forensics.ingest.api.exchange import Exchange, NotACall
 from forensics.ingest.formats import capture
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.records import Collector, isolated
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "ollama_ndjson"
 
@@ -58,3 +59,22 @@ def ingest(path: Path, collector: Collector) -> int:
     if group:
         flush()
     return reader.finish()
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="Ollama answers saved as NDJSON (streams, whole answers)",
+        detection="a first object with model, done and message or response (Ollama answers)",
+        sniff=sniff,
+        ingest=ingest,
+        # Before the request/response captures: a generate answer's `response` key is not a
+        # request/response pair.
+        priority=730,
+        columns=capture.EXCHANGE_COLUMNS,
+        benchmark=False,
+        artifact="capture",
+        rerun=None,
+        seeds={"ollama_ndjson": "tests/data/cassettes/synthetic/ollama_saved_streams.jsonl"},
+    ),
+)

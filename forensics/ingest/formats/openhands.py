@@ -28,10 +28,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "openhands_events"
 FORMAT_LEGACY = "openhands_legacy"
@@ -327,16 +329,11 @@ def _mark_tools(ep: Episode, attached: bool) -> None:
 def ingest_state(path: Path, collector: Collector) -> int:
     name = str(path)
     text = files.read_text(path)
-    line_of = jsonwalk.LineCounter(text)
-    try:
-        _, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0))
-    except jsonwalk.WalkError as exc:
-        reason = f"not a whole conversation state: {exc.msg}"
-        collector.reject(
-            name, line_of(exc.pos), reason, text[exc.pos : exc.pos + 200], FORMAT_STATE
-        )
+    whole = jsonrecords.document(
+        collector, name, text, FORMAT_STATE, "not a whole conversation state"
+    )
+    if whole is None:
         return 0
-    reject_trailing(collector, name, text, end, line_of, FORMAT_STATE)
     if (path.parent / "events").is_dir():
         collector.note(name, "conversation state, applied to the events beside it")
     else:
@@ -567,3 +564,63 @@ def _ingest_output_jsonl(path: Path, collector: Collector) -> int:
             collector.add_episode(ep)
             count += 1
     return count
+
+
+# Agent turns with their reasoning and calls, tool results with their errors, and what the raw
+# completion (V1: LLMCompletionLogEvent; before: tool_call_metadata.model_response) adds.
+_COLUMNS = frozenset(
+    {"content", "reasoning", "tool_calls", "model", "max_output_tokens", "tools_attached"}
+    | {"error", "finish_reason", "finish_reason_raw", "input_tokens", "output_tokens"}
+    | {"reasoning_tokens"}
+)
+_V1 = "tests/data/agents/openhands/v1/11111111222233334444555555555555"
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="OpenHands V1 event (events/ directory)",
+        detection="a file events/event-NNNNN-<id>.json of a conversation, or a JSON object "
+        "whose kind ends in Event or Observation, with source and id or timestamp",
+        claim=claim,
+        sniff=sniff,
+        ingest=ingest,
+        priority=400,
+        # V1 adds the offered tools (system prompt event) and the LLM's base_url.
+        columns=_COLUMNS | {"tool_count", "endpoint"},
+        benchmark=False,
+        artifact="conversation",
+        rerun=None,
+        seeds={
+            "openhands_events": f"{_V1}/events/"
+            "event-00003-005e0000-0000-0040-0080-000000000003.json"
+        },
+    ),
+    FormatSpec(
+        name=FORMAT_STATE,
+        description="OpenHands V1 base_state.json",
+        detection="a JSON object with id, agent and execution_status, persistence_dir, "
+        "max_iterations or stuck_detection",
+        sniff=sniff_state,
+        ingest=ingest_state,
+        priority=410,
+        columns=frozenset(),  # read for the model and cap of the events beside it
+        benchmark=False,
+        artifact="conversation",
+        rerun=None,
+        seeds={"openhands_state": f"{_V1}/base_state.json"},
+    ),
+    FormatSpec(
+        name=FORMAT_LEGACY,
+        description="OpenHands event list / evaluation output.jsonl (before V1)",
+        detection="a JSON array of events with source and action or observation, or JSON lines "
+        "with instance_id and an event history (evaluation output.jsonl)",
+        sniff=sniff_legacy,
+        ingest=ingest_legacy,
+        priority=420,
+        columns=_COLUMNS,
+        benchmark=False,
+        artifact="events",
+        rerun=None,
+        seeds={"openhands_legacy": "tests/data/agents/openhands/legacy/basic_interactions.json"},
+    ),
+)

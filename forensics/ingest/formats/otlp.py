@@ -45,6 +45,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "otlp_traces"
 
@@ -750,3 +751,29 @@ def ingest(path: Path, collector: Collector) -> int:
             "read as context",
         )
     return len(conversations)
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="OpenTelemetry traces of LLM calls (GenAI semconv, OpenInference, OpenLLMetry)",
+        detection="OTLP JSON with resourceSpans (one export per line or one document), or "
+        "ConsoleSpanExporter objects with context.trace_id/span_id",
+        sniff=sniff,
+        ingest=ingest,
+        priority=820,
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "finish_reason", "finish_reason_raw"}
+            | {"input_tokens", "output_tokens", "reasoning_tokens", "max_output_tokens"}
+            | {"tools_attached", "model", "endpoint", "http_status", "error"}
+        ),
+        benchmark=False,
+        artifact="traces",
+        rerun=None,
+        seeds={
+            "otlp_jsonl": "tests/data/traces/otlp/file_exporter_genai.jsonl",
+            "otlp_document": "tests/data/traces/otlp/mixed_conventions.json",
+            "otlp_logs": "tests/data/traces/otlp/file_exporter_genai_events.jsonl",
+        },
+    ),
+)

@@ -26,6 +26,7 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "sharegpt"
 
@@ -217,3 +218,23 @@ def ingest(path: Path, collector: Collector) -> int:
             collector.add_episode(ep)
             episodes += 1
     return episodes
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="ShareGPT conversations with Hermes <tool_call> text (hermes-agent, Hermes "
+        "datasets)",
+        detection="JSONL lines or a JSON array of objects with `conversations` of from/value turns",
+        sniff=sniff,
+        ingest=ingest,
+        priority=800,
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "model", "tools_attached", "tool_count"}
+        ),
+        benchmark=False,
+        artifact="conversations",
+        rerun=None,
+        seeds={"sharegpt": "tests/data/traces/sharegpt/hermes_agent_trajectories.jsonl"},
+    ),
+)

@@ -30,6 +30,7 @@ import pyarrow as pa
 from forensics import schema
 from forensics.ingest.parse import files
 from forensics.ingest.records import Collector
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "run_metadata"
 
@@ -179,3 +180,22 @@ def describe(path: Path, trajectories: pa.Table) -> str:
             "its labels apply to nothing (scan the results next to it)"
         )
     return f"run metadata: labels {count} trajectories read from {path.parent}/ and below"
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="run-metadata sidecar (labels its run)",
+        detection="a small JSON object with run status fields (status, exit_reason, …)",
+        sniff=sniff,
+        ingest=ingest,
+        # After every format of records: a lone API body or a record's first object could look
+        # like a small status object.
+        priority=900,
+        columns=frozenset(),  # labels the run's episodes; fills no turn
+        benchmark=False,
+        artifact="run",
+        rerun=None,
+        seeds={"run_metadata": "tests/data/sidecars/variant_summary.json"},
+    ),
+)

@@ -18,6 +18,7 @@ from forensics.ingest.api.exchange import Exchange, NotACall
 from forensics.ingest.formats import capture
 from forensics.ingest.parse import files, jsonhead
 from forensics.ingest.records import Collector, isolated
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "sse_capture"
 _ENDS = ("message_stop", "response.completed", "response.incomplete", "response.failed")
@@ -90,3 +91,21 @@ def ingest(path: Path, collector: Collector) -> int:
             except NotACall as exc:
                 reader.reject(line, f"stream: {exc}", stream[0].data[:200])
     return reader.finish()
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="streamed response bodies (SSE)",
+        detection="server-sent events (data: lines) that are not Gemini chunks",
+        sniff=sniff,
+        ingest=ingest,
+        priority=750,
+        # The response bodies alone: no request side.
+        columns=capture.RESPONSE_COLUMNS | {"replayed"},
+        benchmark=False,
+        artifact="capture",
+        rerun=None,
+        seeds={"capture_sse": "tests/data/capture/streams.sse"},
+    ),
+)

@@ -29,15 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import (
-    Collector,
-    Episode,
-    Run,
-    reject_trailing,
-)
+from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "swe_agent_traj"
 FORMAT_MINI = "mini_swe_agent"
@@ -76,20 +73,17 @@ def _document(
 ) -> tuple[dict[str, Any], Callable[[int], int]] | None:
     """The file's object with `key` walked as [(offset, item)], or None once rejected."""
     name = str(path)
-    text = files.read_text(path)
-    line_of = jsonwalk.LineCounter(text)
-    try:
-        doc, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), {key: walkers.positioned()})
-    except jsonwalk.WalkError as exc:
-        collector.reject(
-            name,
-            line_of(exc.pos),
-            f"not a whole trajectory file: {exc.msg}",
-            text[exc.pos : exc.pos + 200],
-            fmt,
-        )
+    read = jsonrecords.document(
+        collector,
+        name,
+        files.read_text(path),
+        fmt,
+        "not a whole trajectory file",
+        lambda text, pos: jsonwalk.obj(text, pos, {key: walkers.positioned()}),
+    )
+    if read is None:
         return None
-    reject_trailing(collector, name, text, end, line_of, fmt)
+    doc, line_of = read.value, read.line_of
     if walkers.items(doc, key) is None:
         collector.reject(
             name, 1, f"{key} is not an array", json_text(doc[key]) or "", fmt, f"$.{key}"
@@ -324,3 +318,48 @@ def _mini_tools(info: dict[str, Any], ep: Episode) -> bool | None:
     ):
         return False
     return None
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="SWE-agent .traj trajectory",
+        detection="a JSON object whose trajectory array starts with a step of action, "
+        "observation, response, thought, …",
+        sniff=sniff,
+        ingest=ingest,
+        priority=500,
+        # The history keeps no finish reason nor usage (only run totals, as labels); the replay
+        # config gives the cap, the endpoint and whether tools went with each request.
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "model", "max_output_tokens"}
+            | {"tools_attached", "endpoint"}
+        ),
+        benchmark=False,
+        artifact="trajectories",
+        rerun=None,
+        seeds={"swe_agent_traj": "tests/data/agents/swe_agent/networking_1.traj"},
+    ),
+    FormatSpec(
+        name=FORMAT_MINI,
+        description="mini-swe-agent trajectory (.traj.json)",
+        detection='a JSON object with info.mini_version, trajectory_format "mini-swe-agent…" '
+        "or model_stats opening with instance_cost",
+        sniff=sniff_mini,
+        ingest=ingest_mini,
+        priority=510,
+        # Each assistant message's extra.response is the raw API response.
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "model", "max_output_tokens", "cost_usd"}
+            | {"input_tokens", "output_tokens", "reasoning_tokens", "finish_reason"}
+            | {"finish_reason_raw", "tools_attached"}
+        ),
+        benchmark=False,
+        artifact="trajectories",
+        rerun=None,
+        seeds={
+            "mini_swe_agent": "tests/data/agents/mini_swe_agent/swe-agent__test-repo-1/"
+            "swe-agent__test-repo-1.traj.json"
+        },
+    ),
+)

@@ -22,8 +22,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonwalk
 from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "tau2_results"
 FORMAT_SIMULATION = "tau2_simulation"
@@ -410,28 +412,73 @@ def ingest_simulation(path: Path, collector: Collector) -> int:
     """One `simulations/<id>.json` of the dir layout: one trajectory, run info from
     ../results.json."""
     text = files.read_text(path)
-    line_of = jsonwalk.LineCounter(text)
-    start = jsonwalk.skip_ws(text, 1 if text.startswith("\ufeff") else 0)
-    try:
-        sim, end = _sim_walker(text, start)
-        reject_trailing(collector, str(path), text, end, line_of, FORMAT_SIMULATION)
-    except jsonwalk.WalkError as exc:
+
+    def not_whole(exc: jsonwalk.WalkError, line: int) -> str:
         kind = "truncated file" if not text.rstrip().endswith("}") else "invalid JSON"
-        collector.reject(
-            str(path),
-            line_of(exc.pos),
-            f"{kind} at line {line_of(exc.pos)}: {exc.msg}; the simulation was not read",
-            text[start : start + 200],
-            FORMAT_SIMULATION,
-        )
+        return f"{kind} at line {line}: {exc.msg}; the simulation was not read"
+
+    read = jsonrecords.document(
+        collector,
+        str(path),
+        text,
+        FORMAT_SIMULATION,
+        not_whole,
+        _sim_walker,
+        skip_bom=True,
+        excerpt_from_start=True,
+    )
+    if read is None:
         return 0
     add_simulation(
         collector,
         _run_for_simulation(path, collector),
         path,
-        line_of,
-        start,
-        sim,
+        read.line_of,
+        read.start,
+        read.value,
         FORMAT_SIMULATION,
     )
     return 1
+
+
+# Messages with their usage, cost, finish reason and errors, and the run's request side.
+_COLUMNS = frozenset(
+    {"content", "reasoning", "tool_calls", "tool_call_id", "finish_reason", "finish_reason_raw"}
+    | {"input_tokens", "output_tokens", "reasoning_tokens", "max_output_tokens", "tools_attached"}
+    | {"model", "endpoint", "error", "cost_usd"}
+)
+_RERUN = "tau2 run: --task-ids {tasks}"
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="tau2-bench results (monolithic or dir layout)",
+        detection="a JSON object with info (agent_info/user_info), tasks and simulations",
+        sniff=sniff_results,
+        ingest=ingest,
+        priority=210,
+        columns=_COLUMNS,
+        benchmark=True,
+        artifact="results",
+        rerun=_RERUN,
+        seeds={
+            "tau2_results": "tests/data/tau2/leaderboard-trimmed_toolorchestra_airline.subset2.json"
+        },
+    ),
+    FormatSpec(
+        name=FORMAT_SIMULATION,
+        description="tau2-bench simulation file (dir layout)",
+        detection="a JSON object with id, task_id and messages/ticks/termination_reason",
+        sniff=sniff_simulation,
+        ingest=ingest_simulation,
+        priority=220,
+        columns=_COLUMNS,
+        benchmark=True,
+        artifact="results",
+        rerun=_RERUN,
+        seeds={
+            "tau2_simulation": "tests/data/tau2/dir_text_run/simulations/"
+            "0f6c1e55-0000-4000-8000-000000000002.json"
+        },
+    ),
+)

@@ -20,6 +20,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from forensics.ingest.formats import tau_results
 from forensics.ingest.parse import embedded, files, pyrepr, sdk_repr
 from forensics.ingest.records import (
     Collector,
@@ -32,6 +33,7 @@ from forensics.ingest.records import (
     tau_reward,
     tau_termination,
 )
+from forensics.ingest.registry import TEXT_SCANNER, FormatSpec
 
 FORMAT = "tau_bench_log"
 
@@ -389,3 +391,32 @@ def ingest(path: Path, collector: Collector) -> int:
                 raise
     reader.finish()
     return reader.records
+
+
+def sniff(head: str) -> str | None:
+    return "text: scanned line by line for JSON / Python-repr objects and tau-bench markers"
+
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="text log with embedded messages",
+        detection="any other text: JSON objects, Python reprs and printed SDK objects in it",
+        sniff=sniff,
+        ingest=ingest,
+        # Last: it takes any text, and a file it finds nothing in is reported unknown.
+        priority=TEXT_SCANNER,
+        columns=frozenset(
+            {"content", "reasoning", "tool_calls", "tool_call_id"}
+            | {"finish_reason", "finish_reason_raw", "input_tokens", "output_tokens"}
+            | {"reasoning_tokens", "max_output_tokens", "tools_attached", "model", "endpoint"}
+        ),
+        benchmark=True,
+        artifact="log",
+        rerun=tau_results.RERUN,
+        seeds={
+            "tau_bench_log": "sample_logs/output2.txt",
+            "sdk_repr_log": "tests/data/traces/sdk_repr/langgraph_prints.log",
+        },
+    ),
+)

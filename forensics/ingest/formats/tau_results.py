@@ -22,6 +22,7 @@ from forensics.ingest.records import (
     tau_reward,
     tau_termination,
 )
+from forensics.ingest.registry import FormatSpec
 
 FORMAT = "tau_bench_results"
 
@@ -34,6 +35,12 @@ _FILENAME = re.compile(
 def looks_like(head: str) -> bool:
     stripped = head.lstrip()
     return stripped.startswith("[") and '"task_id"' in head[:4096] and '"traj"' in head
+
+
+def sniff(head: str) -> str | None:
+    if looks_like(head):
+        return "JSON array whose first element has task_id and traj (tau-bench results)"
+    return None
 
 
 def _run_for(path: Path) -> Run:
@@ -217,3 +224,35 @@ def add_record(
             json_paths={i: f"$[{index}].traj[{k}]" for i, (k, _, _) in enumerate(kept)},
         )
     )
+
+
+# The columns of tau-bench's OpenAI-shaped traj messages, and what the run's file name says
+# (model, strategy, hence whether tools were attached). A record's info.error is the episode's
+# (trajectories.error), never a turn's.
+COLUMNS = frozenset(
+    {"content", "reasoning", "tool_calls", "tool_call_id", "finish_reason", "finish_reason_raw"}
+    | {"tools_attached", "model"}
+)
+# tau-bench's run.py, for the plan's rerun step and the text scanner's declaration.
+RERUN = "tau-bench run.py: --task-ids {tasks}"
+
+SPECS = (
+    FormatSpec(
+        name=FORMAT,
+        description="tau-bench results / checkpoint JSON",
+        detection='a JSON array whose head holds "task_id" and "traj"',
+        sniff=sniff,
+        ingest=ingest,
+        priority=200,
+        columns=COLUMNS,
+        benchmark=True,
+        artifact="results",
+        rerun=RERUN,
+        seeds={
+            "tau_bench_results": "sample_logs/tau_bench_results_control.json",
+            # a ReAct agent: tool calls written as text (enrich parses them)
+            "tau_bench_react": "tests/data/textcalls/"
+            "react-llama-3.1-8b-instruct-0.0_range_0-2_user-gpt-4o-llm_1118113344.json",
+        },
+    ),
+)
