@@ -681,8 +681,6 @@ def diff_cmd(
     findings in B; 2 usage or input error (a side that does not exist or holds no readable
     episode); 130 interrupted.
     """
-    import json
-
     from forensics import config
     from forensics.check import engine
     from forensics.ingest.parse.files import InputError
@@ -701,7 +699,7 @@ def diff_cmd(
     except diff.DiffError as exc:
         _fail(str(exc))
     if json_path:
-        _write(json_path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        _write(json_path, diff.render_json(result))
     from forensics.report.render import text
 
     # Each line escaped like the gate's: paths and messages come from the command and the logs.

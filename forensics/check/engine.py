@@ -6,8 +6,9 @@ instead of parsing the message; the engine stores it as the JSON text column `de
 engine adds everything that locates the finding (task, trial, role, actor, source file and
 line) and its stable id.
 
-Rule files are read strictly: an unknown key is an error naming the file and the key, so a
-misspelt `[doc]` or `serverity` fails when the pack loads instead of being ignored.
+Rule files are read strictly (what a file may hold is forensics/check/rulefile.py): an unknown
+key is an error naming the file and the key, so a misspelt `[doc]` or `serverity` fails when
+the pack loads instead of being ignored.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hashlib
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import duckdb
 import polars as pl
@@ -24,29 +25,14 @@ import pyarrow as pa
 
 from forensics import schema
 from forensics.check import params as params_mod
+from forensics.check import rulefile
 from forensics.check.params import Param, ParamError
 from forensics.content import content_dir
-from forensics.schema import CONFIDENCES, DOC_SECTIONS, SEVERITIES
+from forensics.schema import DOC_SECTIONS
 
 # stable: measured on the accuracy corpus. preview: runs and reports like any rule, but has no
 # labelled corpus cases yet, so it is exempt from the accuracy bounds (forensics/tools/accuracy.py).
-STATUSES = ("stable", "preview")
-# Top-level keys of a rule file and whether each is required.
-RULE_KEYS = {
-    "id": True,
-    "title": True,
-    "severity": True,
-    "confidence": True,
-    "cause": True,
-    "summary": True,
-    "status": False,
-    "brief": False,
-    "requires": False,
-    "params": False,
-    "docs": False,
-    "query": True,
-}
-QUERY_KEYS = ("sql",)
+STATUSES = get_args(rulefile.Status)
 CAUSES_FILE = "causes.toml"
 RESULT_COLUMNS = ["trajectory_id", "turn_index", "message", "evidence"]
 
@@ -112,73 +98,40 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 def check_keys(table: dict[str, Any], known: Any, where: str, prefix: str = "") -> None:
-    """Raise RuleError naming the file and the first key of `table` that is not in `known`."""
+    """Raise RuleError naming the file and the first key of `table` that is not in `known`.
+
+    Rule files no longer use it (rulefile.RuleFile forbids unknown keys); diagnosis/causes.py
+    reads causes.toml with it until that file has Structs of its own."""
     if unknown := sorted(set(table) - set(known)):
         raise RuleError(f"{where}: unknown key {prefix}{unknown[0]} (known: {', '.join(known)})")
 
 
-def _string(data: dict[str, Any], key: str, where: str) -> str:
-    value = data.get(key, "")
-    if not isinstance(value, str):
-        raise RuleError(f"{where}: {key} must be a string")
-    return value
-
-
-def _section(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise RuleError(f"{where}: [{key}] must be a table")
-    return value
-
-
 def load_rule(path: Path) -> Rule:
-    data = read_toml(path)
-    check_keys(data, RULE_KEYS, str(path))
-    if missing := [k for k, required in RULE_KEYS.items() if required and k not in data]:
-        raise RuleError(f"{path}: missing key {missing[0]!r}")
-    docs = _section(data, "docs", str(path))
-    check_keys(docs, DOC_SECTIONS, str(path), "docs.")
-    query = _section(data, "query", str(path))
-    check_keys(query, QUERY_KEYS, str(path), "query.")
-    if "sql" not in query:
-        raise RuleError(f"{path}: missing key 'sql' in [query]")
-    fields = {k: _string(data, k, str(path)) for k in ("id", "title", "severity", "confidence")}
-    fields |= {k: _string(data, k, str(path)) for k in ("cause", "summary", "brief")}
-    for key, text in docs.items():
-        if not isinstance(text, str):
-            raise RuleError(f"{path}: docs.{key} must be a string")
-    requires = data.get("requires", [])
-    if not isinstance(requires, list) or not all(
-        isinstance(g, list) and all(isinstance(c, str) for c in g) for g in requires
-    ):
-        raise RuleError(f'{path}: requires must be a list of column lists, like [["content"]]')
     try:
-        declared = params_mod.declare(data.get("params", {}), str(path))
-        params_mod.check_sql(_string(query, "sql", str(path)), declared, str(path))
-    except ParamError as exc:
+        spec = rulefile.convert(read_toml(path), rulefile.RuleFile, str(path))
+        declared = params_mod.declare(spec.params, str(path))
+        params_mod.check_sql(spec.query.sql, declared, str(path))
+    except (rulefile.RuleFileError, ParamError) as exc:
         raise RuleError(str(exc)) from None
-    rule = Rule(
-        **fields,
-        requires=requires,
-        docs={k: docs.get(k, "").strip() for k in DOC_SECTIONS},
-        sql=query["sql"],
-        path=str(path),
-        status=_string(data, "status", str(path)) or "stable",
-        params=declared,
-    )
-    if not rule.id:
-        raise RuleError(f"{path}: id must not be empty")
-    if rule.severity not in SEVERITIES:
-        raise RuleError(f"{path}: severity must be one of {', '.join(SEVERITIES)}")
-    if rule.confidence not in CONFIDENCES:
-        raise RuleError(f"{path}: confidence must be hard or heuristic")
-    if rule.status not in STATUSES:
-        raise RuleError(f"{path}: status must be one of {', '.join(STATUSES)}")
     known = set(schema.TURNS.names)
-    for group in rule.requires:
+    for group in spec.requires:
         if unknown := [c for c in group if c not in known]:
             raise RuleError(f"{path}: requires unknown column(s) {', '.join(unknown)}")
-    return rule
+    return Rule(
+        id=spec.id,
+        title=spec.title,
+        severity=spec.severity,
+        confidence=spec.confidence,
+        cause=spec.cause,
+        summary=spec.summary,
+        requires=spec.requires,
+        docs={k: getattr(spec.docs, k).strip() for k in DOC_SECTIONS},
+        sql=spec.query.sql,
+        path=str(path),
+        status=spec.status,
+        brief=spec.brief,
+        params=declared,
+    )
 
 
 def load_rules(extra_dirs: list[Path] | None = None) -> list[Rule]:

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
+
+from forensics.check.rulefile import ParamSpec
 
 Value = bool | int | float
 
 # {name} in a rule's SQL; only an identifier between the braces, so DuckDB struct literals
 # ({'k': v}) and JSON text in string literals ({"name", "arguments"}) are never mistaken for one.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-NAME = re.compile(r"[a-z][a-z0-9_]*")
-PARAM_KEYS = ("default", "doc")
 _KINDS = {bool: "a boolean", int: "an integer", float: "a number"}
 
 
@@ -70,30 +71,14 @@ def coerce(param: Param, value: Any) -> Value:
     return value
 
 
-def declare(table: Any, where: str) -> dict[str, Param]:
-    """The [params] table of a rule file, checked strictly; `where` names the file."""
-    if not isinstance(table, dict):
-        raise ParamError(f"{where}: [params] must be a table of name = {{ default, doc }}")
+def declare(specs: Mapping[str, ParamSpec], where: str) -> dict[str, Param]:
+    """The [params] of a rule file (their names, types and docs checked by rulefile.RuleFile)
+    as parameters at their defaults; `where` names the file."""
     params: dict[str, Param] = {}
-    for name, spec in table.items():
-        if not NAME.fullmatch(name):
-            raise ParamError(f"{where}: params.{name}: a name is lower_snake_case")
-        if not isinstance(spec, dict):
-            raise ParamError(f'{where}: params.{name} must be {{ default = …, doc = "…" }}')
-        if unknown := sorted(set(spec) - set(PARAM_KEYS)):
-            raise ParamError(
-                f"{where}: unknown key params.{name}.{unknown[0]} (known: {', '.join(PARAM_KEYS)})"
-            )
-        default, doc = spec.get("default"), spec.get("doc")
-        if type(default) not in _KINDS:
-            raise ParamError(
-                f"{where}: params.{name}.default must be an integer, number or boolean"
-            )
-        if isinstance(default, float) and not math.isfinite(default):
+    for name, spec in specs.items():
+        if isinstance(spec.default, float) and not math.isfinite(spec.default):
             raise ParamError(f"{where}: params.{name}.default must be finite")
-        if not isinstance(doc, str) or not doc.strip():
-            raise ParamError(f"{where}: params.{name}.doc must say what the threshold means")
-        params[name] = Param(name, default, " ".join(doc.split()), default)
+        params[name] = Param(name, spec.default, " ".join(spec.doc.split()), spec.default)
     return params
 
 

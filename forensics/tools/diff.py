@@ -22,6 +22,7 @@ from typing import Any
 from forensics import gate
 from forensics.config import Settings
 from forensics.report import model as report
+from forensics.report.render import jsonout
 
 
 class DiffError(Exception):
@@ -225,6 +226,11 @@ def compare(a: dict[str, Any], b: dict[str, Any], only_common: bool = False) -> 
         },
         "reward_by_task": by_task,
     }
+
+
+def render_json(d: dict[str, Any]) -> str:
+    """The comparison as `diff --json` writes it (indented; non-finite rewards as NaN)."""
+    return jsonout.dumps(d, allow_nan=True) + "\n"
 
 
 def _reward(value: float | None) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-import json
 import re
 from importlib import metadata
 from pathlib import Path
@@ -21,7 +20,7 @@ from markupsafe import Markup, escape
 
 from forensics import markers
 from forensics.content import content_dir
-from forensics.report.render import charts
+from forensics.report.render import charts, jsonout
 
 PAGE_SIZE = 20
 MAX_REJECT_ROWS = 500
@@ -112,7 +111,7 @@ def json_island(data: Any) -> Markup:
     The escapes are JSON string escapes, so JSON.parse gives back the exact text, while the
     HTML parser never sees a `</script>` or `<!--` that could end the element early.
     """
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = jsonout.dumps(data, indent=False, allow_nan=True)
     for raw, esc in (
         ("<", "\\u003c"),
         (">", "\\u003e"),
@@ -166,7 +165,7 @@ def _packed(text: str) -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return jsonout.dumps(value, indent=False, allow_nan=True)
 
 
 def _script_hash(script: str) -> str:

@@ -8,12 +8,12 @@ rules that could not run become tool-execution notifications instead of vanishin
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from forensics.report.render import jsonout
 from forensics.report.render.paths import relative
 from forensics.report.types import Report, RuleEntry
 from forensics.schema import DOC_SECTIONS
@@ -171,4 +171,4 @@ def render(
         "columnKind": "unicodeCodePoints",
     }
     log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return jsonout.dumps(log, allow_nan=True) + "\n"

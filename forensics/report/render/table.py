@@ -8,6 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from forensics.report.render import jsonout
+
 MAX_CELL = 60
 
 
@@ -60,4 +62,4 @@ def csv_text(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def json_text(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:
     records = [dict(zip(columns, row, strict=True)) for row in rows]
-    return json.dumps(records, indent=2, ensure_ascii=False, default=str) + "\n"
+    return jsonout.dumps(records, allow_nan=True, default=str) + "\n"
