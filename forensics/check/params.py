@@ -85,7 +85,7 @@ def declare(table: Any, where: str) -> dict[str, Param]:
                 f"{where}: unknown key params.{name}.{unknown[0]} (known: {', '.join(PARAM_KEYS)})"
             )
         default, doc = spec.get("default"), spec.get("doc")
-        if type(default) not in _KINDS:
+        if not isinstance(default, bool | int | float) or type(default) not in _KINDS:
             raise ParamError(
                 f"{where}: params.{name}.default must be an integer, number or boolean"
             )
