@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -163,10 +163,10 @@ def interrupt() -> None:
             _meter.drawn = False
 
 
-def wanted(stream: IO[str], quiet: bool, env: dict[str, str] | None = None) -> bool:
+def wanted(stream: IO[str], quiet: bool, env: Mapping[str, str] | None = None) -> bool:
     """A meter only where a person watches: a terminal, not CI, not --quiet, not TERM=dumb."""
-    env = os.environ if env is None else env
-    if quiet or env.get("CI") or env.get("TERM") == "dumb":
+    environ = os.environ if env is None else env
+    if quiet or environ.get("CI") or environ.get("TERM") == "dumb":
         return False
     try:
         return stream.isatty()

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 import polars as pl
 import pyarrow as pa
 
 from forensics import markers, schema
 from forensics.check import textcalls
+
+if TYPE_CHECKING:
+    from polars.expr.whenthen import ChainedThen, Then
 
 # Repetition measures need enough text to be reliable (failure-catalogue §4.2): compression
 # headers dominate short strings, and a few words say nothing about similarity.
@@ -95,7 +99,7 @@ def _tail_loops(texts: pl.Series) -> pl.Series:
 
 def _markup_format(text: pl.Expr) -> pl.Expr:
     """The first tool-call markup format of markers.TOOL_MARKUP found in `text`, else NULL."""
-    chain = None
+    chain: Then | ChainedThen | None = None
     for markup in markers.TOOL_MARKUP:
         hit = text.str.contains(markup.pattern)
         if markup.unless:
@@ -211,15 +215,20 @@ def enrich(turns: pa.Table | pl.DataFrame) -> pl.DataFrame:
 
     Given as a polars frame, the turns are not converted again: a caller that converts them
     itself can free the Arrow table before enrichment grows its columns."""
-    frame = turns if isinstance(turns, pl.DataFrame) else pl.from_arrow(turns)
-    df = _sliced(frame, _own_signals)  # type: ignore[arg-type]
+    # from_arrow gives a Series only for an Array: a Table is a DataFrame.
+    frame = turns if isinstance(turns, pl.DataFrame) else cast(pl.DataFrame, pl.from_arrow(turns))
+    df = _sliced(frame, _own_signals)
     # The two signals that compare a turn with the previous turn of the same actor: the window
     # runs once over the whole table on small columns (a row number, a flag), and each slice
     # then fetches its previous turns' bigrams by row number.
-    same_actor = {"partition_by": ["trajectory_id", "actor"], "order_by": "turn_index"}
+    actor = ["trajectory_id", "actor"]
     df = df.with_row_index("_row").with_columns(
-        pl.col("_row").shift(1).over(**same_actor).alias("_previous_row"),
-        pl.col("_transfers").shift(1).over(**same_actor).fill_null(False).alias("_transferred"),
+        pl.col("_row").shift(1).over(actor, order_by="turn_index").alias("_previous_row"),
+        pl.col("_transfers")
+        .shift(1)
+        .over(actor, order_by="turn_index")
+        .fill_null(False)
+        .alias("_transferred"),
     )
     bigrams = df.get_column("_bigrams")
     df = _sliced(df, lambda part: _compared_signals(part, bigrams))

@@ -9,6 +9,7 @@ module; it imports nothing above the diagnosis.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import duckdb
 import polars as pl
@@ -126,7 +127,8 @@ def causes_frame(result: ScanResult) -> pl.DataFrame:
         }
         for c in result.diagnosis.causes
     ]
-    return pl.from_arrow(pa.Table.from_pylist(rows, schema=schema.CAUSES))  # type: ignore[return-value]
+    # from_arrow gives a Series only for an Array: a Table is a DataFrame.
+    return cast(pl.DataFrame, pl.from_arrow(pa.Table.from_pylist(rows, schema=schema.CAUSES)))
 
 
 # Run metadata keys that name the benchmark domain, and that say when the run started.

@@ -32,6 +32,7 @@ so linear in the turns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -72,11 +73,12 @@ class Fused:
 
 def fuse(turns: pa.Table, trajectories: pa.Table) -> Fused:
     """The tables with each episode once (see the module doc)."""
-    trajs = pl.from_arrow(trajectories)
+    # from_arrow gives a Series only for an Array: a Table is a DataFrame.
+    trajs = cast(pl.DataFrame, pl.from_arrow(trajectories))
     episodes = trajs.filter(pl.col("task_id").is_not_null())
     if trajs["source_path"].n_unique() < 2 or episodes.is_empty():
         return Fused(turns, _with_sources(trajectories))  # nothing two files could share
-    members = groups(*signature(pl.from_arrow(turns), trajs))
+    members = groups(*signature(cast(pl.DataFrame, pl.from_arrow(turns)), trajs))
     if not members:
         return Fused(turns, _with_sources(trajectories))
     return _merge(turns, trajectories, trajs, members)
@@ -228,7 +230,7 @@ def _merge(
     for t in absorbed:
         merged_into.setdefault(by_id[t]["source_path"], set()).add(by_id[owner[t]]["source_path"])
 
-    turns_pl = pl.from_arrow(turns)
+    turns_pl = cast(pl.DataFrame, pl.from_arrow(turns))
     filled = _fill_calls(turns_pl, trajs, owner, absorbed)
     kept_turns = filled.filter(~pl.col("trajectory_id").is_in(list(absorbed)))
 
@@ -247,11 +249,11 @@ def _merge(
     )
 
 
-def _alone(row: dict) -> dict:
+def _alone(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "sources": [row["source_path"]]}
 
 
-def _episode_row(row: dict, group: list[dict]) -> dict:
+def _episode_row(row: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, Any]:
     """The canonical row, completed from the others (see the module doc for who wins)."""
     out = dict(row)
     by_outcome = sorted(group, key=lambda r: _OUTCOME_RANK.get(r["source_format"], 3))
@@ -265,7 +267,7 @@ def _episode_row(row: dict, group: list[dict]) -> dict:
             labels.setdefault(item["key"], item["value"])
     out["labels"] = [{"key": k, "value": v} for k, v in sorted(labels.items())]
     out["sources"] = sorted({r["source_path"] for r in group})
-    rewards = {}
+    rewards: dict[float, str] = {}
     for r in by_outcome:
         if r["reward"] is not None:
             rewards.setdefault(r["reward"], r["source_path"])

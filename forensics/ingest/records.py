@@ -139,7 +139,7 @@ def tool_calls_of(message: dict[str, Any]) -> list[dict[str, str | None]]:
         for call in calls:
             if not isinstance(call, dict):
                 continue
-            fn = call.get("function") if isinstance(call.get("function"), dict) else call
+            fn = got if isinstance(got := call.get("function"), dict) else call
             out.append(
                 {
                     "id": call.get("id"),
@@ -206,7 +206,7 @@ def infer_strategy(traj: list[Any]) -> str | None:
     return None
 
 
-def tau_termination(info: dict[str, Any], traj: list[Any]) -> str | None:
+def tau_termination(info: Any, traj: list[Any]) -> str | None:
     """How a tau-bench episode ended, read from its info and last message."""
     if not isinstance(info, dict):
         return "error" if info else None
@@ -363,7 +363,9 @@ class Collector:
     def note(self, path: str, text: str) -> None:
         self.notes.setdefault(path, []).append(text)
 
-    def _trajectory_id(self, run_id: str, task_id: str | None, trial: int | None) -> tuple:
+    def _trajectory_id(
+        self, run_id: str, task_id: str | None, trial: int | None
+    ) -> tuple[str, int]:
         if trial is None:
             # Console logs do not print the trial: the n-th run of a task in a run is trial n.
             key = (run_id, task_id)

@@ -7,7 +7,7 @@ numbers, excerpts and page data the renderers need, so no renderer reads a table
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -15,7 +15,15 @@ from forensics.diagnosis import coverage
 from forensics.diagnosis.diagnose import GROUP_WORDS, SCORE_GROUPS, ParserCheck
 from forensics.diagnosis.facts import CHARS_PER_TOKEN
 from forensics.diagnosis.result import ScanResult, runs_frame, trajectories_frame
-from forensics.report.types import LENGTH_COLUMNS, Finding, Report, ScoreSplit
+from forensics.report.types import (
+    LENGTH_COLUMNS,
+    Cause,
+    Finding,
+    Fix,
+    Report,
+    ScoreSplit,
+    Trajectory,
+)
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
 SCHEMA_VERSION = 2
@@ -89,7 +97,7 @@ def _turn_head(content: str | None, excerpt: str | None) -> str:
 
 
 def _evidence(
-    finding: dict[str, Any], contents: dict[tuple[str, int], str | None]
+    finding: Finding, contents: dict[tuple[str, int | None], str | None]
 ) -> dict[str, Any]:
     key = (finding["trajectory_id"], finding["turn_index"])
     content = contents.get(key)
@@ -203,9 +211,9 @@ def _runs(result: ScanResult) -> list[dict[str, Any]]:
     ]
 
 
-def _fix_plan(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _fix_plan(causes: list[Cause]) -> list[dict[str, Any]]:
     """Every fix, numbered once across causes: cause 1's fixes first (upstream, most impact)."""
-    plan = []
+    plan: list[dict[str, Any]] = []
     for c in causes:
         for fix in c["fixes"]:
             plan.append(
@@ -222,7 +230,7 @@ def _fix_plan(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return plan
 
 
-def _parameters(causes: list[dict[str, Any]], parsers: list[ParserCheck]) -> list[dict[str, Any]]:
+def _parameters(causes: list[Cause], parsers: list[ParserCheck]) -> list[dict[str, Any]]:
     """The numbers and names the fixes use, each with the cause it came from."""
     rows = []
     for c in causes:
@@ -248,7 +256,7 @@ def _parameters(causes: list[dict[str, Any]], parsers: list[ParserCheck]) -> lis
 
 
 def _checks(
-    causes: list[dict[str, Any]], rule_counts: Counter, not_checked: list[dict[str, Any]]
+    causes: list[Cause], rule_counts: Counter[str], not_checked: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """What the next scan must show: each rule a fix should silence, its count now, target 0."""
     unchecked: dict[str, list[str]] = {}
@@ -292,7 +300,7 @@ def _turn_limits(n_turns: int, n_flagged: int) -> tuple[int, int]:
     return plain, max(plain, flagged)
 
 
-def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
+def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
     """Everything the explorer shows, compact: one entry per trajectory, turns inside.
 
     Trajectories come most findings first; `k` (1-based position) is the handle the page's
@@ -353,8 +361,8 @@ def explorer(result: ScanResult, model: dict[str, Any]) -> dict[str, Any]:
             row["s"] = strings.setdefault(u["content"][:SYSTEM_CHARS], len(strings))
             row["sn"] = len(u["content"])
         else:
-            if c := _clip(u["content"], flagged_limit if f else limit):
-                row["c"] = c
+            if text := _clip(u["content"], flagged_limit if f else limit):
+                row["c"] = text
             if r := _clip(u["reasoning"], flagged_limit if f else limit):
                 row["r"] = r
         if u["tool_calls"]:
@@ -487,7 +495,8 @@ def _length_group(actor: str, model: str, g: pl.DataFrame) -> dict[str, Any]:
         for v, c in g.select("length", "cap_y").iter_rows()
         if c and (v >= c or abs(v - c) <= WALL_BAND * c)
     )
-    longest = g["length"].max()
+    # Numbers, never None: a group has turns, and turns without a length were dropped.
+    longest = cast(float, g["length"].max())
     caps_y = g["cap_y"].drop_nulls()
     return {
         "actor": actor,
@@ -497,7 +506,9 @@ def _length_group(actor: str, model: str, g: pl.DataFrame) -> dict[str, Any]:
         "near_cap": near,
         "cut": int(g["cut"].sum()),
         "longest": longest,
-        "well_under_cap": bool(caps_y.len() and longest < (1 - WALL_BAND) * caps_y.min()),
+        "well_under_cap": bool(
+            caps_y.len() and longest < (1 - WALL_BAND) * cast(float, caps_y.min())
+        ),
     }
 
 
@@ -533,7 +544,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
             named=True
         )
     ]
-    causes = []
+    causes: list[Cause] = []
     for c in result.diagnosis.causes:
         causes.append(
             {
@@ -550,7 +561,8 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
                 "confidence": c.confidence,
                 "why_ranked": c.why_ranked,
                 "explains": c.explains,
-                "fixes": c.fixes,
+                # diagnosis fills each fix with the keys of types.Fix
+                "fixes": cast(list[Fix], c.fixes),
                 "evidence": [_evidence(by_id[i], contents) for i in c.evidence if i in by_id],
                 "share": round(c.trajectories / total, 4) if total else 0.0,
                 "reward_lost_share": round(c.reward_lost / lost_total, 4) if lost_total else None,
@@ -601,7 +613,8 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
             "incidents": sum(c.incidents for c in result.diagnosis.causes),
             "counts": COUNTS,
             "rejects": len(rejects),
-            "mean_reward": round(rewards.mean(), 4) if rewards.len() else None,
+            # a mean of floats, None only when there are none
+            "mean_reward": round(cast(float, rewards.mean()), 4) if rewards.len() else None,
             "findings_by_rule": dict(sorted(rule_counts.items())),
             "reward_by_variant": by_variant.to_dicts(),
             "reward_lost": lost_total,
@@ -693,15 +706,18 @@ def _score_split(result: ScanResult) -> ScoreSplit | None:
     }
 
 
-def _trajectory_rows(result: ScanResult) -> list[dict[str, Any]]:
+def _trajectory_rows(result: ScanResult) -> list[Trajectory]:
     """Per episode, what `forensics diff` and the JUnit output need: run, task, reward, source."""
     cols = ["trajectory_id", "run_id", "task_id", "trial", "reward", "termination_reason"]
     cols += ["variant", "agent_model", "turn_count", "source_path", "source_line", "fault_class"]
     order = ["source_path", "source_line", "trajectory_id"]
     rows = trajectories_frame(result).select(cols).sort(order, nulls_last=True)
-    rows = rows.iter_rows(named=True)
+    # The keys of types.Trajectory, in the order of `cols`: the frame's columns make the shape.
     return [
-        {k: v for k, v in r.items() if not k.startswith("source_")}
-        | {"source": {"path": r["source_path"], "line": r["source_line"]}}
-        for r in rows
+        cast(
+            Trajectory,
+            {k: v for k, v in r.items() if not k.startswith("source_")}
+            | {"source": {"path": r["source_path"], "line": r["source_line"]}},
+        )
+        for r in rows.iter_rows(named=True)
     ]

@@ -55,7 +55,7 @@ class Cause(TypedDict):
     fixes: list[Fix]
     evidence: list[dict[str, Any]]
     share: float
-    reward_lost_share: float
+    reward_lost_share: float | None  # None when no reward was lost
     trajectory_ids: list[str]
     validate: str
     rules_to_zero: list[str]

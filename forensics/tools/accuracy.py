@@ -30,7 +30,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -178,7 +178,9 @@ class Report:
 def evaluate(corpus: Corpus, rules: list[engine.Rule] | None = None) -> Report:
     rules = rules if rules is not None else engine.load_rules()
     turns = enrich(corpus.turns)
-    checked = engine.check(turns, pl.from_arrow(corpus.trajectories), rules)  # type: ignore[arg-type]
+    # from_arrow gives a Series only for an Array: a Table is a DataFrame.
+    trajectories = cast(pl.DataFrame, pl.from_arrow(corpus.trajectories))
+    checked = engine.check(turns, trajectories, rules)
     found = {
         (r["trajectory_id"], r["rule"], r["turn_index"]): r
         for r in checked.findings.iter_rows(named=True)

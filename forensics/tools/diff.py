@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,15 @@ from forensics.config import Settings
 from forensics.report import model as report
 from forensics.report.render import jsonout
 
+# One side's report model: report.build's, or a --json result as read (older ones lack keys).
+Model = Mapping[str, Any]
+
 
 class DiffError(Exception):
     """A side that is neither a JSON result nor readable scan input (exit code 2)."""
 
 
-def load_side(spec: str, rules_dirs: list[Path], settings: Settings) -> dict[str, Any]:
+def load_side(spec: str, rules_dirs: list[Path], settings: Settings) -> Model:
     """The report model of one side: a --json result as written, else a fresh scan."""
     path = Path(spec)
     if path.is_file() and path.suffix == ".json":
@@ -91,7 +95,7 @@ def _episode(row: dict[str, Any]) -> Episode:
     return (str(task), trial)
 
 
-def _episodes(model: dict[str, Any]) -> dict[str, Episode] | None:
+def _episodes(model: Model) -> dict[str, Episode] | None:
     """trajectory id -> episode of one side; None for a JSON result without its trajectories."""
     if "trajectories" not in model:
         return None
@@ -103,7 +107,7 @@ def _label(episodes: set[Episode], limit: int = 10) -> list[str]:
     return tasks[:limit] + ([f"… {len(tasks) - limit} more"] if len(tasks) > limit else [])
 
 
-def compare(a: dict[str, Any], b: dict[str, Any], only_common: bool = False) -> dict[str, Any]:
+def compare(a: Model, b: Model, only_common: bool = False) -> dict[str, Any]:
     """The differences from a (before) to b (after), in a stable order.
 
     An episode of a that b does not hold was not rerun: its findings and causes are "not
@@ -123,7 +127,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], only_common: bool = False) -> 
     def compared(episode: Episode) -> bool:
         return not only_common or episode in common
 
-    sides: dict[str, dict[tuple, list[dict[str, Any]]]] = {
+    sides: dict[str, dict[tuple[str, str, int, int], list[dict[str, Any]]]] = {
         "a": defaultdict(list),
         "b": defaultdict(list),
     }
@@ -142,7 +146,9 @@ def compare(a: dict[str, Any], b: dict[str, Any], only_common: bool = False) -> 
         new += [_short(f) for f in after[shared:]]
         fixed += [_short(f) for f in before[shared:]]
 
-    def counts(cause: dict[str, Any] | None, model: dict[str, Any], of: dict | None) -> list:
+    def counts(
+        cause: dict[str, Any] | None, model: Model, of: dict[str, Episode] | None
+    ) -> list[int]:
         """(trajectories, findings) of a cause on the episodes compared."""
         if cause is None:
             return [0, 0]
@@ -166,7 +172,12 @@ def compare(a: dict[str, Any], b: dict[str, Any], only_common: bool = False) -> 
             state = "persistent"
         elif tb:
             state = "new"
-        elif known and ca and not any(of_a.get(t) in in_b for t in ca["trajectory_ids"]):
+        elif (
+            of_a is not None  # as `known` says
+            and known
+            and ca
+            and not any(of_a.get(t) in in_b for t in ca["trajectory_ids"])
+        ):
             state = "not rerun"  # every episode it touched is missing from B
         else:
             state = "fixed"

@@ -125,7 +125,7 @@ def _invoke_chunk(headers: Mapping[str, Any], value: Any) -> dict[str, Any] | No
 
 
 def has_content_type(content_type: str | None) -> bool:
-    return bool(content_type) and _CONTENT_TYPE in content_type.lower()
+    return bool(content_type and _CONTENT_TYPE in content_type.lower())
 
 
 # --- recognising the dialect ----------------------------------------------------------------

@@ -267,11 +267,9 @@ def _messages_api(
             if not fields.get("error"):  # never an empty turn that says nothing
                 keys = ", ".join(sorted(map(str, response))[:8])
                 said = response.get("message") or response.get("detail")
-                errors.append(
-                    error_text(said)
-                    if isinstance(said, str) and said.strip()
-                    else f"response body holds no answer (keys: {keys})"
-                )
+                # A blank message says nothing: error_text gives "" for it.
+                said_text = error_text(said) if isinstance(said, str) else None
+                errors.append(said_text or f"response body holds no answer (keys: {keys})")
     elif res_kind == "text":
         output = _placeholder()
         errors.append(f"response body is not JSON: {' '.join(response[:200].split())}")

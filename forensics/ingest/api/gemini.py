@@ -354,7 +354,7 @@ def request_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     system = _get(request, "systemInstruction")
     if system is not None:
-        texts = [
+        texts: list[str] = [
             p["text"]
             for p in _get(system, "parts") or []
             if isinstance(p, Mapping) and isinstance(p.get("text"), str)
@@ -366,7 +366,7 @@ def request_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
         if content.get("role") == "model":
             out.append(_content_message(content))
             continue
-        texts: list[str] = []
+        texts = []
         for part in _get(content, "parts") or []:
             if not isinstance(part, Mapping):
                 continue

@@ -21,7 +21,7 @@ import hashlib
 import json
 import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,7 +113,7 @@ class Linker:
         # id of a request's last message -> (that message, its first, the running hash after
         # them, their prefix digests): the next request of the conversation
         # resumes there instead of hashing its whole history again.
-        self._states: dict[int, tuple[Any, Any, Any, list[bytes]]] = {}
+        self._states: dict[int, tuple[Any, Any, hashlib.blake2b, list[bytes]]] = {}
 
     def _canonical(self, message: Mapping[str, Any]) -> bytes:
         role, content = message.get("role"), message.get("content")
@@ -125,7 +125,7 @@ class Linker:
             known = self._plain[key] = canonical(message, self._arguments)
         return known
 
-    def _resume(self, messages: list[Mapping[str, Any]]) -> tuple[Any, list[bytes]]:
+    def _resume(self, messages: Sequence[Mapping[str, Any]]) -> tuple[hashlib.blake2b, list[bytes]]:
         """The running hash and prefix digests after the longest start of `messages` that an
         earlier request sent as the same objects (a shared history), else from scratch."""
         for i in range(len(messages) - 1, max(-1, len(messages) - 1 - _LOOK_BACK), -1):
@@ -143,7 +143,7 @@ class Linker:
         return running, [running.digest()]
 
     def _remember(
-        self, messages: list[Mapping[str, Any]], running: Any, prefixes: list[bytes]
+        self, messages: Sequence[Mapping[str, Any]], running: hashlib.blake2b, prefixes: list[bytes]
     ) -> None:
         if len(self._states) > _STATES:
             self._states.clear()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _KEY = '"messages":'
@@ -39,7 +39,9 @@ _PROBE = 64
 _MAX_KEPT_CHARS = 8 * 1024 * 1024
 
 _decoder = json.JSONDecoder()
-_scan = _decoder.scan_once
+# The decoder's C scanner, which JSONDecoder.__init__ sets and typeshed does not declare: the
+# value at an offset and where it ends, StopIteration where none starts.
+_scan: Callable[[str, int], tuple[Any, int]] = vars(_decoder)["scan_once"]
 
 
 class _Entry:

@@ -142,7 +142,7 @@ def _walk_conversation(items: list[Any], path: str, out: set[str]) -> None:
         memo.clear()
     # The key paths of the longest start of `items` an earlier request sent as the same
     # objects, kept under its last item (key (id, path): the same item may sit in two lists).
-    start, keys = 0, frozenset()
+    start, keys = 0, frozenset[str]()
     for i in range(len(items) - 1, max(-1, len(items) - 1 - _LOOK_BACK), -1):
         known = memo.get((id(items[i]), path))
         if known is not None and known[0] is items[i]:

@@ -97,9 +97,7 @@ def _episodes(
         and len(scores) == 1
     ):
         messages = [messages]  # the item's own message list
-    params = (
-        group.get("generation_params") if isinstance(group.get("generation_params"), dict) else {}
-    )
+    params = got if isinstance(got := group.get("generation_params"), dict) else {}
     cap = as_int(params.get("max_tokens", params.get("max_new_tokens")))
     base = rec.json_path or "$"
     episodes = []

@@ -27,7 +27,7 @@ import re
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -42,13 +42,23 @@ from forensics.ingest.registry import FormatSpec
 FORMAT = "http_cassette"
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+if TYPE_CHECKING:  # both loaders have the API used here; the checker needs a static base
+    _SafeLoader = yaml.SafeLoader
+else:  # libyaml's C loader where PyYAML was built with it
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SafeLoader):
     """The safe loader (libyaml's when present), plus the string tags Python 2 era vcrpy wrote
     (`!!python/unicode`, `!!python/str`): text, not objects."""
 
 
+def _text(loader: _Loader, node: yaml.Node) -> str:
+    return loader.construct_yaml_str(node)
+
+
 for _tag in ("python/unicode", "python/str"):
-    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", yaml.SafeLoader.construct_yaml_str)
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _text)
 
 _LIST_KEYS = ("interactions", "http_interactions")
 # A top-level key line of a YAML cassette, after an optional `---` and comments.
@@ -333,8 +343,8 @@ def _one_by_one(text: str, error: yaml.YAMLError) -> Iterator[Item]:
         else:
             yield start + 1, None, "not one interaction (a list item of the cassette)"
     if not covered:
-        line = (broken_at + 1) if broken_at is not None else 1
-        yield line, None, f"invalid YAML: {' '.join(str(error).split())[:300]}"
+        at = (broken_at + 1) if broken_at is not None else 1
+        yield at, None, f"invalid YAML: {' '.join(str(error).split())[:300]}"
 
 
 def _yaml_items(text: str) -> Iterator[Item]:
@@ -371,7 +381,7 @@ def _json_items(text: str, path: Path, collector: Collector) -> Iterator[Item]:
             last_end = end
         return None, jsonwalk.skip_ws(text, end) + 1
 
-    walkers = {key: interactions for key in _LIST_KEYS}
+    walkers: dict[str, jsonwalk.Walker] = {key: interactions for key in _LIST_KEYS}
     try:
         _, end = jsonwalk.obj(text, jsonwalk.skip_ws(text, 0), walkers)
         yield from found

@@ -93,9 +93,11 @@ def _text(blocks: list[Any]) -> str:
     )
 
 
-def _assistant_fields(line: dict[str, Any], blocks: list[Any]) -> tuple[dict, dict]:
+def _assistant_fields(
+    line: dict[str, Any], blocks: list[Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(message for the collector, turn fields) of an assistant turn from all its blocks."""
-    message = line.get("message") if isinstance(line.get("message"), dict) else {}
+    message = got if isinstance(got := line.get("message"), dict) else {}
     text = _text([b for b in blocks if isinstance(b, dict) and b.get("type") == "text"])
     thinking = "\n".join(
         b["thinking"]
@@ -109,7 +111,7 @@ def _assistant_fields(line: dict[str, Any], blocks: list[Any]) -> tuple[dict, di
         for b in blocks
         if isinstance(b, dict) and b.get("type") == "tool_use"
     ]
-    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    usage = got if isinstance(got := message.get("usage"), dict) else {}
     # Anthropic's input_tokens leaves out the cached prompt; the prompt's size is the sum.
     parts = [
         as_int(usage.get(k))
@@ -147,7 +149,7 @@ def _assistant_fields(line: dict[str, Any], blocks: list[Any]) -> tuple[dict, di
 
 def _user_turns(line: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """The human's prompt (or a meta notice) and each tool result of a user line."""
-    message = line.get("message") if isinstance(line.get("message"), dict) else {}
+    message = got if isinstance(got := line.get("message"), dict) else {}
     blocks = _blocks(message.get("content"))
     prompt = [b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")]
     if prompt:

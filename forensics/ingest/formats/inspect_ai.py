@@ -25,7 +25,7 @@ own path and the line of each message. Model calls that produced no message of t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ def sniff_json(head: str) -> str | None:
 # --- run ------------------------------------------------------------------------------------
 
 
-def _run(log: dict[str, Any], fallback_id: str) -> tuple[Run, int | None]:
+def _run(log: Mapping[str, Any], fallback_id: str) -> tuple[Run, int | None]:
     """The run of a log header and the output cap its generate config requests."""
     spec = as_dict(log.get("eval"))
     task = spec.get("task") if isinstance(spec.get("task"), str) else None
@@ -148,7 +148,7 @@ def _texts(content: Any) -> tuple[str | None, str | None]:
     return "\n".join(texts), ("\n".join(reasoning) if reasoning else None)
 
 
-def _tool_calls(msg: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def _tool_calls(msg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     calls, errors = [], []
     raw = msg.get("tool_calls")
     for call in raw if isinstance(raw, list) else []:
@@ -301,8 +301,8 @@ def _episode(
     limit = as_dict(sample.get("limit"))
     error = error_text(as_dict(sample.get("error")).get("message") or sample.get("error"))
     if not isinstance(limit.get("type"), str):  # logs before sample.limit: the limit event
-        events = sample.get("events") if isinstance(sample.get("events"), list) else []
-        limit = next((e for e in events if as_dict(e).get("event") == "sample_limit"), {})
+        logged = got if isinstance(got := sample.get("events"), list) else []
+        limit = next((e for e in logged if as_dict(e).get("event") == "sample_limit"), {})
     if isinstance(limit.get("type"), str):
         ep.termination_reason = f"{limit['type']}_limit"
     elif error:
@@ -470,7 +470,7 @@ def ingest_json(path: Path, collector: Collector) -> int:
     return count
 
 
-def _no_samples(log: dict[str, Any]) -> str:
+def _no_samples(log: Mapping[str, Any]) -> str:
     status = log.get("status") if isinstance(log.get("status"), str) else "unknown"
     error = error_text(as_dict(log.get("error")).get("message"))
     return f"Inspect AI log without samples (status {status}" + (f": {error})" if error else ")")
@@ -495,7 +495,7 @@ def _read_eval(path: Path, collector: Collector) -> int:
     name = str(path)
     run: Run | None = None
     cap: int | None = None
-    log: dict[str, Any] = {}
+    log: Mapping[str, Any] = {}
     count = 0
     rejected = 0
     samples_seen = 0

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ def _texts(parts: Any) -> str | None:
     return text_of(parts) if isinstance(parts, list | str) else None
 
 
-def _reasoning(event: dict[str, Any]) -> str | None:
+def _reasoning(event: Mapping[str, Any]) -> str | None:
     if isinstance(event.get("reasoning_content"), str) and event["reasoning_content"]:
         return event["reasoning_content"]
     blocks = event.get("thinking_blocks")
@@ -116,8 +117,8 @@ def _reasoning(event: dict[str, Any]) -> str | None:
         if isinstance(blocks, list)
         else []
     )
-    texts = [t for t in texts if isinstance(t, str)]
-    return "\n".join(texts) if texts else None
+    thoughts = [t for t in texts if isinstance(t, str)]
+    return "\n".join(thoughts) if thoughts else None
 
 
 def _completion(log_data: Any) -> tuple[str | None, dict[str, Any]]:
@@ -416,9 +417,9 @@ class _Legacy:
         self,
         line: int,
         event: dict[str, Any],
-        args: dict[str, Any],
-        metadata: dict[str, Any],
-        response: dict[str, Any],
+        args: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        response: Mapping[str, Any],
     ) -> None:
         ep = self.ep
         call_id = metadata.get("tool_call_id")

@@ -339,7 +339,7 @@ def _messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system = _json(a.get("gen_ai.system_instructions"))
     if isinstance(system, list) and system:
         texts = [
-            p.get("content")
+            p["content"]
             for p in system
             if isinstance(p, dict) and isinstance(p.get("content"), str)
         ]
@@ -381,7 +381,7 @@ def _attribute_events(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, 
         name = event.get("event.name")
         body = {k: v for k, v in event.items() if k != "event.name"}
         if name == "gen_ai.choice":
-            message = body.get("message") if isinstance(body.get("message"), dict) else {}
+            message = got if isinstance(got := body.get("message"), dict) else {}
             output = {"role": message.get("role") or "assistant", **message}
             if isinstance(body.get("finish_reason"), str):
                 output["finish_reason"] = body["finish_reason"]
@@ -635,7 +635,7 @@ def _call_of_events(trace: str, span_id: str, events: list[_Event]) -> Span:
     inputs, outputs = [], []
     for e in events:
         if e.name == "gen_ai.choice":
-            message = e.body.get("message") if isinstance(e.body.get("message"), dict) else {}
+            message = got if isinstance(got := e.body.get("message"), dict) else {}
             output = {"role": message.get("role") or "assistant", **message}
             if isinstance(e.body.get("finish_reason"), str):
                 output["finish_reason"] = e.body["finish_reason"]
@@ -705,6 +705,11 @@ def _episode(run: Run, path: Path, conv: _Conversation) -> Episode:
     return ep
 
 
+def _on_line(line: int) -> Callable[[str], int]:
+    """The locate of a record that is one line (JSONL): every text is on it."""
+    return lambda _needle: line
+
+
 def ingest(path: Path, collector: Collector) -> int:
     name = str(path)
     run = Run(run_id=path.stem)
@@ -714,7 +719,7 @@ def ingest(path: Path, collector: Collector) -> int:
     events: dict[tuple[str, str], list[_Event]] = {}
     for rec in jsonrecords.read(path, collector, FORMAT):
         with isolated(collector, name, rec.line, FORMAT, rec.json_path):
-            locate = rec.locate or (lambda _needle, line=rec.line: line)
+            locate = rec.locate or _on_line(rec.line)
             if isinstance(rec.value, dict) and (
                 "resourceLogs" in rec.value or "resource_logs" in rec.value
             ):

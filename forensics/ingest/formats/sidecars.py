@@ -153,7 +153,7 @@ def apply(trajectories: pa.Table, run_metadata: dict[str, dict[str, str]]) -> pa
 # (trajectories, trajectories per directory) of the last describe: a scan of many runs has a
 # sidecar per run, and resolving every source path once per sidecar is quadratic. A weak
 # reference: the cache does not keep a scan's table alive.
-_below: tuple[weakref.ref | None, Counter[str]] = (None, Counter())
+_below: tuple[weakref.ref[pa.Table] | None, Counter[str]] = (None, Counter())
 
 
 def _per_directory(trajectories: pa.Table) -> Counter[str]:

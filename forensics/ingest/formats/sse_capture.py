@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from forensics.ingest.api import exchange, sse
 from forensics.ingest.api.exchange import Exchange, NotACall
@@ -40,7 +41,7 @@ def sniff(head: str) -> str | None:
     return "server-sent events (data: lines): streamed response bodies"
 
 
-def _payload(event: sse.Event) -> dict:
+def _payload(event: sse.Event) -> dict[str, Any]:
     try:
         value = json.loads(event.data)
     except (json.JSONDecodeError, RecursionError):
@@ -48,7 +49,7 @@ def _payload(event: sse.Event) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _ends_stream(event: sse.Event, payload: dict) -> bool:
+def _ends_stream(event: sse.Event, payload: dict[str, Any]) -> bool:
     if event.data.strip() == sse.DONE:
         return True
     return (event.name or payload.get("type")) in _ENDS

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +216,7 @@ def ingest(path: Path, collector: Collector) -> int:
 _MINI_ACTORS = {"assistant": "agent", "tool": "env", "system": "system", "user": "user_sim"}
 
 
-def _response_fields(extra: dict[str, Any], cap: int | None) -> dict[str, Any]:
+def _response_fields(extra: Mapping[str, Any], cap: int | None) -> dict[str, Any]:
     response = as_dict(extra.get("response"))
     fields: dict[str, Any] = {**openai_chat.call_columns(response), "max_output_tokens": cap}
     cost = extra.get("cost")
@@ -306,7 +306,7 @@ def ingest_mini(path: Path, collector: Collector) -> int:
     return 1
 
 
-def _mini_tools(info: dict[str, Any], ep: Episode) -> bool | None:
+def _mini_tools(info: Mapping[str, Any], ep: Episode) -> bool | None:
     """Whether the bash tool went with each request: tool calls in the messages say so;
     text-based models (and every model of mini-swe-agent 1.x) parse actions from the text."""
     if any(msg.get("tool_calls") for _, msg in ep.messages):

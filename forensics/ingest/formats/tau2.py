@@ -75,9 +75,9 @@ def run_from_info(run_id: str, info: Any) -> Run:
     run = Run(run_id=run_id)
     if not isinstance(info, dict):
         return run
-    agent = info.get("agent_info") if isinstance(info.get("agent_info"), dict) else {}
-    user = info.get("user_info") if isinstance(info.get("user_info"), dict) else {}
-    env = info.get("environment_info") if isinstance(info.get("environment_info"), dict) else {}
+    agent = got if isinstance(got := info.get("agent_info"), dict) else {}
+    user = got if isinstance(got := info.get("user_info"), dict) else {}
+    env = got if isinstance(got := info.get("environment_info"), dict) else {}
     run.agent_model = agent.get("llm") if isinstance(agent.get("llm"), str) else None
     run.user_model = user.get("llm") if isinstance(user.get("llm"), str) else None
     labels: dict[str, str] = {}
@@ -139,7 +139,7 @@ def _turn_fields(msg: dict[str, Any], run: Run, agent_tools: bool | None) -> dic
             fields["error"] = str(msg.get("content") or "tool call failed (error: true)")
         return fields
     raw_data = msg.get("raw_data")
-    usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+    usage = got if isinstance(got := msg.get("usage"), dict) else {}
     full_usage = raw_data.get("usage") if isinstance(raw_data, dict) else None
     details = (
         (full_usage or {}).get("completion_tokens_details")
@@ -219,13 +219,11 @@ def add_simulation(
             excerpt = json.dumps(msg)[:200]
             reason = "message is not a JSON object"
             collector.reject(str(path), line_of(msg_offset), reason, excerpt, source_format)
-    messages.sort(
-        key=lambda om: om[1].get("turn_idx") if isinstance(om[1].get("turn_idx"), int) else 0
-    )
+    messages.sort(key=lambda om: got if isinstance(got := om[1].get("turn_idx"), int) else 0)
     termination = _termination(sim.get("termination_reason"))
     reward_info = sim.get("reward_info")
     reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
-    info = sim.get("info") if isinstance(sim.get("info"), dict) else {}
+    info = got if isinstance(got := sim.get("info"), dict) else {}
     error = str(info["error"]) if info.get("error") is not None else None
     if error is None and termination in ("agent_error", "user_error") and messages:
         last_errors = messages[-1][1].get("errors")

@@ -254,7 +254,7 @@ class _LogReader:
     def add_record(self, line: int, record: dict[str, Any]) -> None:
         self.close_episode()
         info = record.get("info")
-        traj = record.get("traj") if isinstance(record.get("traj"), list) else []
+        traj = got if isinstance(got := record.get("traj"), list) else []
         trial = record.get("trial")
         run = self.current_run()
         if run.agent_strategy is None:

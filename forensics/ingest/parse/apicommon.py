@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 from urllib.parse import urlsplit
 
 
@@ -49,6 +49,14 @@ def text_of(content: Any) -> str | None:
                 texts.append(part["text"])
         return "\n".join(texts)
     return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+
+@overload
+def json_text(value: None) -> None: ...
+@overload
+def json_text(value: str | Mapping[str, Any] | list[Any]) -> str: ...
+@overload
+def json_text(value: object) -> str | None: ...
 
 
 def json_text(value: Any) -> str | None:

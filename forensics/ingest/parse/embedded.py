@@ -195,11 +195,11 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
             pending.extendleft(reversed(consumed))
             break
         if sdk:
-            _merge_sdk(line, sdk)
+            _merge_sdk(line, text, sdk)
         yield line
 
 
-def _merge_sdk(line: Line, sdk: list[tuple[int, int, Any, str | None]]) -> None:
+def _merge_sdk(line: Line, text: str, sdk: list[tuple[int, int, Any, str | None]]) -> None:
     """Printed SDK objects and the dicts of the same line, each record read once.
 
     A dict that parsed is the record and the SDK text inside it (a message quoted in a string)
@@ -219,7 +219,7 @@ def _merge_sdk(line: Line, sdk: list[tuple[int, int, Any, str | None]]) -> None:
         if not any(s <= fs and fe <= e for s, e, _v, _r in kept)
         and not (f.error is not None and any(fs <= s and e <= fe for s, e, _v, _r in kept))
     ]
-    objects += [Found(line.number, line.text[:s], line.text[s:e], v, r) for s, e, v, r in kept]  # type: ignore[index]
+    objects += [Found(line.number, text[:s], text[s:e], v, r) for s, e, v, r in kept]
     line.objects = sorted(objects, key=lambda f: len(f.prefix))
 
 
@@ -242,13 +242,13 @@ def _sdk_across_lines(
         if nxt is None:
             break
         consumed.append(nxt)
-        if nxt[1] is None:
+        last_number, last_text = nxt
+        if last_text is None:
             break
-        joined += "\n" + nxt[1]
+        joined += "\n" + last_text
         end = sdk_repr.end_of(joined)
         if end >= 0:
             value, error = sdk_repr.parse(joined[:end])
-            last_number, last_text = nxt
             rest = last_text[end - (len(joined) - len(last_text)) :]
             if rest.strip():
                 pending.appendleft((last_number, rest))

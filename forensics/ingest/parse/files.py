@@ -19,10 +19,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from forensics import progress
 from forensics.limits import MIB, Limits
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 64 * 1024
@@ -108,7 +111,7 @@ class _Gunzip(io.RawIOBase):
         self._raw.close()
         super().close()
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer, /) -> int:
         while not self._pending and not self._done:
             if self._over:
                 self._done = True
@@ -117,8 +120,9 @@ class _Gunzip(io.RawIOBase):
                     "--max-decompressed-mb): not read further"
                 )
             self._pending = self._inflate()
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
+        view = memoryview(buffer)  # what BufferedReader hands in already is one
+        n = min(len(view), len(self._pending))
+        view[:n] = self._pending[:n]
         self._pending = self._pending[n:]
         return n
 
@@ -160,24 +164,24 @@ class _Gunzip(io.RawIOBase):
         return out
 
 
-def open_binary(path: Path) -> BinaryIO:
+def open_binary(path: Path) -> io.BufferedReader:
     """The file's bytes: gunzipped when it starts with the gzip magic, without a UTF-8 BOM."""
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
     progress.opened(f)
-    stream: BinaryIO = f
+    stream = f
     if f.peek(2)[:2] == _GZIP_MAGIC:
         cap = _scope().limits.max_decompressed_bytes
-        stream = io.BufferedReader(_Gunzip(f, cap), buffer_size=64 * 1024)  # type: ignore[assignment]
+        stream = io.BufferedReader(_Gunzip(f, cap), buffer_size=64 * 1024)
     if _peek(stream, 3) == _BOM:
         stream.read(3)
     return stream
 
 
-def _peek(stream: BinaryIO, n: int) -> bytes:
-    return stream.peek(n)[:n]  # type: ignore[attr-defined]
+def _peek(stream: io.BufferedReader, n: int) -> bytes:
+    return stream.peek(n)[:n]
 
 
-def _record_damage(stream: BinaryIO, where: str) -> None:
+def _record_damage(stream: io.BufferedReader, where: str) -> None:
     """After end of file: a damaged gzip stream says so, for the file's reject."""
     damage = getattr(getattr(stream, "raw", None), "damage", None)
     if damage:
@@ -290,8 +294,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None]]:
     exhaust memory; the caller reports it. A damaged compressed stream ends the lines at the
     last complete one; the damage is recorded for the file's reject.
     """
-    with open_binary(path) as raw:
-        stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    with open_binary(path) as stream:
         lineno = 0
         for number, text in _lines(stream, MAX_LINE_BYTES):
             lineno = number

@@ -53,7 +53,9 @@ def _expect(text: str, pos: int, char: str) -> int:
 Walker = Callable[[str, int], tuple[Any, int]]
 
 
-def obj(text: str, pos: int, walkers: dict[str, Walker] | None = None) -> tuple[dict, int]:
+def obj(
+    text: str, pos: int, walkers: dict[str, Walker] | None = None
+) -> tuple[dict[str, Any], int]:
     """An object; values of keys in walkers are read by their walker, the rest by raw_decode."""
     walkers = walkers or {}
     pos = _expect(text, pos, "{")

@@ -199,7 +199,7 @@ def _openai_calls(calls: Any) -> list[dict[str, Any]]:
     out = []
     for call in calls if isinstance(calls, list) else []:
         if isinstance(call, dict):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            fn = got if isinstance(got := call.get("function"), dict) else {}
             out.append(
                 {
                     "id": call.get("id"),
@@ -247,11 +247,11 @@ def as_message(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
             if isinstance(choices, list) and choices and isinstance(choices[0], dict)
             else {}
         )
-        inner = choice.get("message") if isinstance(choice.get("message"), dict) else None
+        inner = got if isinstance(got := choice.get("message"), dict) else None
         if inner is None:
             return None
         message, fields = as_message(inner | {"__class__": "ChatCompletionMessage"}) or ({}, {})
-        usage = value.get("usage") if isinstance(value.get("usage"), dict) else {}
+        usage = got if isinstance(got := value.get("usage"), dict) else {}
         details = usage.get("completion_tokens_details")
         fields.update(
             finish_reason_raw=choice.get("finish_reason")
@@ -274,16 +274,8 @@ def as_message(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
             message["tool_calls"] = _openai_calls(value["tool_calls"])
         return message, {}
     if kind in ("AIMessage", "AIMessageChunk"):
-        meta = (
-            value.get("response_metadata")
-            if isinstance(value.get("response_metadata"), dict)
-            else {}
-        )
-        extra = (
-            value.get("additional_kwargs")
-            if isinstance(value.get("additional_kwargs"), dict)
-            else {}
-        )
+        meta = got if isinstance(got := value.get("response_metadata"), dict) else {}
+        extra = got if isinstance(got := value.get("additional_kwargs"), dict) else {}
         message = {"role": "assistant", "content": text_of(value.get("content"))}
         reasoning = extra.get("reasoning_content")
         if isinstance(reasoning, str):
@@ -299,8 +291,8 @@ def as_message(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
             ),
             None,
         )
-        usage = value.get("usage_metadata") if isinstance(value.get("usage_metadata"), dict) else {}
-        token_usage = meta.get("token_usage") if isinstance(meta.get("token_usage"), dict) else {}
+        usage = got if isinstance(got := value.get("usage_metadata"), dict) else {}
+        token_usage = got if isinstance(got := meta.get("token_usage"), dict) else {}
         model = meta.get("model_name", meta.get("model"))
         fields = {
             "finish_reason_raw": reason,
@@ -321,7 +313,7 @@ def as_message(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] |
 
 def _anthropic(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """An Anthropic Messages response: text, thinking and tool_use blocks, stop reason, usage."""
-    blocks = value.get("content") if isinstance(value.get("content"), list) else []
+    blocks = got if isinstance(got := value.get("content"), list) else []
     texts, thoughts, calls = [], [], []
     for b in blocks:
         if not isinstance(b, dict):
@@ -341,7 +333,7 @@ def _anthropic(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         message["reasoning_content"] = "\n".join(thoughts)
     if calls:
         message["tool_calls"] = calls
-    usage = value.get("usage") if isinstance(value.get("usage"), dict) else {}
+    usage = got if isinstance(got := value.get("usage"), dict) else {}
     parts = [
         as_int(usage.get(k))
         for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

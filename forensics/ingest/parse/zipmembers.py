@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,16 +58,17 @@ class Member:
 
 
 def _zstd_reader(raw: BinaryIO) -> BinaryIO:
-    try:
-        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
+    if sys.version_info >= (3, 14):
+        try:  # an interpreter built without libzstd has no compression.zstd
+            from compression import zstd
 
-        return zstd.ZstdFile(raw)  # type: ignore[no-any-return]
-    except ImportError:
-        pass
+            return zstd.ZstdFile(raw)
+        except ImportError:
+            pass
     import zstandard  # raises ImportError when missing: the caller says so
 
     # Inspect writes multi-frame streams for large members.
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[return-value]
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
 
 
 def _raw_member(f: BinaryIO, info: zipfile.ZipInfo) -> bytes:
@@ -96,7 +99,7 @@ def _inflate_zstd(f: BinaryIO, info: zipfile.ZipInfo, cap: int) -> bytes:
         raise zipfile.BadZipFile("member inflates to more than its declared size")
     if len(out) != info.file_size:
         raise zipfile.BadZipFile("member inflates to less than its declared size")
-    if zipfile.crc32(out) != info.CRC:
+    if zlib.crc32(out) != info.CRC:  # zipfile's own check
         raise zipfile.BadZipFile("CRC check failed")
     return out
 

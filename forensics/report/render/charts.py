@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from forensics.report.render.labels import episode_label
+from forensics.report.types import Report
 from forensics.wording import agree
 
 ACTOR_COLOURS = {
@@ -191,7 +192,7 @@ def _length_panel(
 # --- findings per rule, per variant
 
 
-def findings_per_rule(model: dict[str, Any]) -> Chart:
+def findings_per_rule(model: Report) -> Chart:
     """A bar per rule that found something, coloured by severity, most findings first.
 
     The rules that found nothing are named in the caption, split into those that ran and those
@@ -243,7 +244,7 @@ def _shade(fraction: float) -> str:
     return "#" + "".join(f"{round(a + (b - a) * f):02x}" for a, b in ((r0, r1), (g0, g1), (b0, b1)))
 
 
-def findings_per_variant(model: dict[str, Any]) -> Chart | None:
+def findings_per_variant(model: Report) -> Chart | None:
     """A matrix: variant / agent model by rule, cells shaded by finding count, reward at right."""
     rows = model["summary"]["by_variant"]
     if not rows:

@@ -15,11 +15,11 @@ control and bidi characters are made visible first (safe.visible), as on the ter
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from forensics.report.render.labels import episode_label
 from forensics.report.render.paths import display
 from forensics.report.render.safe import visible
+from forensics.report.types import Report
 
 COMMANDS = {
     "critical": "error",
@@ -41,7 +41,7 @@ def _prop(text: object) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(model: dict[str, Any], base: Path, only: set[str] | None = None) -> str:
+def render(model: Report, base: Path, only: set[str] | None = None) -> str:
     """Workflow commands for the findings (only those with ids in `only`, when given: with a
     baseline, just the new ones) and for rejected records."""
     lines = []

@@ -21,6 +21,7 @@ from markupsafe import Markup, escape
 from forensics import markers
 from forensics.content import content_dir
 from forensics.report.render import charts, jsonout
+from forensics.report.types import Report
 
 PAGE_SIZE = 20
 MAX_REJECT_ROWS = 500
@@ -180,7 +181,7 @@ def _version() -> str:
 
 
 def render(
-    model: dict[str, Any], templates: Path | None = None, compress_above: int = COMPRESS_ABOVE
+    model: Report, templates: Path | None = None, compress_above: int = COMPRESS_ABOVE
 ) -> str:
     """The report page for a scan: one file, no network, one hashed inline script."""
     import jinja2  # here: a scan without a report (--no-report) never needs it

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.report.render.paths import display
+from forensics.report.types import Finding, Report, Trajectory
 
 # Characters XML 1.0 forbids even escaped; model output can contain them.
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -31,15 +32,17 @@ def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: Any) -> 
     return el
 
 
-def _case_name(t: dict[str, Any]) -> str:
+def _case_name(t: Trajectory) -> str:
     if t.get("task_id") is None:
         return t["trajectory_id"]
     trial = f" trial {t['trial']}" if t.get("trial") is not None else ""
     return f"task {t['task_id']}{trial}"
 
 
-def _failure_text(f: dict[str, Any], base: Path) -> str:
+def _failure_text(f: Finding, base: Path) -> str:
     src = f["source"]
+    # A finding is at a turn and every turn was read from a file: its path is never null.
+    assert src["path"] is not None
     where = display(src["path"], base) + (f":{src['line']}" if src["line"] else "")
     lines = [
         f"{f['rule']} [{f['severity']}, {f['confidence']}] at turn {f['turn_index']} "
@@ -51,12 +54,12 @@ def _failure_text(f: dict[str, Any], base: Path) -> str:
     return "\n".join(lines)
 
 
-def render(model: dict[str, Any], base: Path) -> str:
+def render(model: Report, base: Path) -> str:
     """The JUnit document as XML text; paths relative to base when inside it."""
-    by_trajectory: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_trajectory: dict[str, list[Finding]] = defaultdict(list)
     for f in model["findings"]:
         by_trajectory[f["trajectory_id"]].append(f)
-    by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_run: dict[str, list[Trajectory]] = defaultdict(list)
     for t in model["trajectories"]:
         by_run[t["run_id"] or "(no run)"].append(t)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from forensics.report.render.labels import episode_label
 from forensics.report.render.safe import visible
+from forensics.report.types import Report
 
 EXCERPT_CHARS = 400
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -165,7 +166,7 @@ def _reward(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
 
 
-def _verdict(m: dict[str, Any]) -> list[str]:
+def _verdict(m: Report) -> list[str]:
     s, p = m["summary"], m["primary"]
     if not p:
         text = f"**No findings** in {s['trajectories']:,} trajectories."
@@ -196,7 +197,7 @@ def _verdict(m: dict[str, Any]) -> list[str]:
     return [text]
 
 
-def _headline(m: dict[str, Any]) -> list[str]:
+def _headline(m: Report) -> list[str]:
     s = m["summary"]
     lines = [
         "| trajectories | turns | findings | mean reward | rejects |",
@@ -240,7 +241,7 @@ def _headline(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _score_split(m: dict[str, Any]) -> list[str]:
+def _score_split(m: Report) -> list[str]:
     """Is this score about the model: the failed episodes by whose failure they were."""
     split = m.get("score_split")
     if not split:
@@ -262,7 +263,7 @@ def _score_split(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _causes(m: dict[str, Any]) -> list[str]:
+def _causes(m: Report) -> list[str]:
     lines = ["## Causes, ranked", ""]
     if not m["causes"]:
         return [*lines, "No findings: nothing to diagnose.", ""]
@@ -298,7 +299,7 @@ def _causes(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _fixes(m: dict[str, Any]) -> list[str]:
+def _fixes(m: Report) -> list[str]:
     lines = ["## Fixes, in priority order", ""]
     if not m["fix_plan"]:
         lines += ["Nothing to fix.", ""]
@@ -325,7 +326,7 @@ def _fixes(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _validation(m: dict[str, Any]) -> list[str]:
+def _validation(m: Report) -> list[str]:
     lines = ["## Validation plan", ""]
     if not m["validation"] and not m["validation_checks"]:
         return [*lines, "Nothing to validate.", ""]
@@ -342,7 +343,7 @@ def _validation(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render(model: dict[str, Any]) -> str:
+def render(model: Report) -> str:
     """The report model as Markdown: verdict, causes, fixes, validation plan."""
     s = model["summary"]
     title = model["primary"]["title"] if model["primary"] else "no findings"

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from forensics.report.render import jsonout
 from forensics.report.render.paths import relative
-from forensics.report.types import Report, RuleEntry
+from forensics.report.types import Finding, Report, RuleEntry
 from forensics.schema import DOC_SECTIONS
 
 SCHEMA_URI = (
@@ -77,7 +77,7 @@ def _descriptor(rule: RuleEntry) -> dict[str, Any]:
     }
 
 
-def _where(f: dict[str, Any]) -> str:
+def _where(f: Finding) -> str:
     task = f"task {f['task_id']}" if f.get("task_id") is not None else f["trajectory_id"]
     trial = f" trial {f['trial']}" if f.get("trial") is not None else ""
     turn = f", turn {f['turn_index']}" if f.get("turn_index") is not None else ""
@@ -85,9 +85,7 @@ def _where(f: dict[str, Any]) -> str:
     return f"{task}{trial}{turn}{actor}"
 
 
-def _result(
-    f: dict[str, Any], index: int | None, base: Path, new: set[str] | None
-) -> dict[str, Any]:
+def _result(f: Finding, index: int | None, base: Path, new: set[str] | None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": f["rule"],
         "level": LEVELS.get(f["severity"], "warning"),
@@ -116,7 +114,7 @@ def _result(
     return result
 
 
-def _notifications(model: dict[str, Any], index: dict[str, int], base: Path) -> list[dict]:
+def _notifications(model: Report, index: dict[str, int], base: Path) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for r in model["rejects"]:
         note: dict[str, Any] = {

@@ -15,9 +15,10 @@ from typing import Any
 
 from forensics.report.render.safe import guard_line, one_line
 from forensics.report.render.safe import visible as v
+from forensics.report.types import Report, Summary
 
 
-def _incidents(summary: dict[str, Any]) -> str:
+def _incidents(summary: Summary) -> str:
     """Rule hits that share a turn and a cause are one incident; said only when that differs."""
     n = summary.get("incidents", summary["findings"])
     return "" if n == summary["findings"] else f" ({n:,} incidents)"
@@ -96,7 +97,7 @@ def _disagreements(found: list[dict[str, str]], shown: int = 5) -> list[str]:
     return lines
 
 
-def render(model: dict[str, Any], report_path: str | None = None, style: Style = PLAIN) -> str:
+def render(model: Report, report_path: str | None = None, style: Style = PLAIN) -> str:
     """The summary printed after a scan (report_path: the HTML report, when one was written)."""
     s = model["summary"]
     lines = [
@@ -151,7 +152,7 @@ def render(model: dict[str, Any], report_path: str | None = None, style: Style =
     return style.lines("\n".join(lines)) + "\n"
 
 
-def _not_checked(model: dict[str, Any]) -> list[str]:
+def _not_checked(model: Report) -> list[str]:
     """One line per kind of missing data, each rule once (report model: not_checked_groups)."""
     groups = model.get("not_checked_groups", [])
     if not groups:
@@ -164,7 +165,7 @@ def _not_checked(model: dict[str, Any]) -> list[str]:
     return out
 
 
-def statistics(model: dict[str, Any], style: Style = PLAIN) -> str:
+def statistics(model: Report, style: Style = PLAIN) -> str:
     """--statistics: per rule that fired, its count, severity and title, most hits first (as
     `ruff check --statistics` prints them), then the total."""
     titles = {r["id"]: r["title"] for r in model["rules"]}
@@ -194,7 +195,7 @@ def statistics(model: dict[str, Any], style: Style = PLAIN) -> str:
     return Style(None, style.color).lines("\n".join(lines)) + "\n"
 
 
-def explain_formats(model: dict[str, Any]) -> str:
+def explain_formats(model: Report) -> str:
     """--explain-formats: how each file was detected, its note, what the walk skipped."""
     lines = []
     for f in model["files"]:
