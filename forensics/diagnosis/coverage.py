@@ -75,9 +75,9 @@ def groups(
         per_rule.setdefault(row["rule"], set()).update(missing)
         files_of.setdefault(row["rule"], set()).add(row["path"])
     by_key: dict[tuple[str, ...], list[str]] = {}
-    for rule, missing in per_rule.items():
-        by_key.setdefault(_simplest(missing), []).append(rule)
-    out = []
+    for rule, lacked in per_rule.items():
+        by_key.setdefault(_simplest(lacked), []).append(rule)
+    out: list[dict[str, Any]] = []
     for key, rules in by_key.items():
         paths = sorted(set().union(*(files_of[r] for r in rules)))
         out.append(

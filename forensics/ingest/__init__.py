@@ -132,9 +132,9 @@ def ingest(
 def _read(expansion: files.Expansion, limits: files.Limits, fuse: bool) -> Ingested:
     collector = Collector()
     reports: list[FileReport] = []
-    for path, reason in expansion.rejected:
-        collector.reject(path, None, reason)
-        reports.append(FileReport(clean_text(path), None, reason, 0))
+    for named, reason in expansion.rejected:
+        collector.reject(named, None, reason)
+        reports.append(FileReport(clean_text(named), None, reason, 0))
     progress.begin(expansion.files)
     progress.counting(lambda: collector.turn_count)
     for path in expansion.files:
