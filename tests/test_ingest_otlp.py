@@ -134,6 +134,16 @@ def test_bad_lines_are_rejected_and_the_rest_is_read(tmp_path):
     assert result.trajectories.height == 3
 
 
+def test_a_null_or_scalar_record_is_a_reject_naming_it_not_a_reader_failure(tmp_path):
+    lines = (OTLP / "file_exporter_genai.jsonl").read_text().splitlines()
+    path = tmp_path / "nulls.jsonl"
+    path.write_text("\n".join([lines[0], "null", "3", lines[1]]) + "\n")
+    rejects = forensics.scan([str(path)]).rejects.sort("source_line")
+    assert rejects["source_line"].to_list() == [2, 3]
+    assert rejects["excerpt"].to_list() == ["null", "3"]
+    assert not any("bug in forensics" in r for r in rejects["reason"].to_list())
+
+
 def test_detection():
     for name in ("file_exporter_genai.jsonl", "mixed_conventions.json"):
         fmt, _why = detect((OTLP / name).read_bytes())

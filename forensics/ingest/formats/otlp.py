@@ -733,7 +733,12 @@ def ingest(path: Path, collector: Collector) -> int:
             if not spans:
                 reason = "record is neither an OTLP export (resourceSpans) nor a span object"
                 collector.reject(
-                    name, rec.line, reason, json_text(rec.value)[:200], FORMAT, rec.json_path
+                    name,
+                    rec.line,
+                    reason,
+                    (json_text(rec.value) or "null")[:200],
+                    FORMAT,
+                    rec.json_path,
                 )
                 continue
             for span in spans:
