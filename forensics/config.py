@@ -23,10 +23,15 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_type_hints
+
+import msgspec
+from msgspec import Meta
 
 from forensics.limits import MIB, Limits
 from forensics.schema import SEVERITIES
@@ -35,20 +40,53 @@ if TYPE_CHECKING:
     from forensics.check.engine import Rule
 
 CONFIG_FILES = ("forensics.toml", "pyproject.toml")
-KEYS = (
-    "fail-on",
-    "max-rate",
-    "disable",
-    "severity",
-    "ignore-paths",
-    "max-decompressed-mb",
-    "max-document-mb",
-    "params",
-    "allow-unchecked",
-    "allow-unreadable",
-    "max-rejects",
-    "fuse",
-)
+
+# schema.SEVERITIES as a type (tests/test_cli_lazy.py keeps the two equal).
+Severity = Literal["info", "low", "medium", "high", "critical"]
+_ONE_OF_SEVERITIES = f"one of {', '.join(SEVERITIES)}"
+_RULE_TABLE = "a table like { rule-id = value }"
+_STRINGS = "a list of strings"
+_TRUE_OR_FALSE = "true or false"
+
+
+def _must_be(description: str) -> Meta:
+    """What a key must hold, in the words of the error that names it (and of the JSON Schema)."""
+    return Meta(description=description)
+
+
+class Table(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=True):
+    """`[tool.forensics]` as written: every key, what it holds and its default. msgspec checks a
+    file against it (`msgspec.json.schema(Table)` is its JSON Schema); the field names are also
+    those of the command-line flags that override a key (see parse)."""
+
+    fail_on: Annotated[Severity, _must_be(_ONE_OF_SEVERITIES)] = "info"
+    # Rates are checked by parse_rate ("5%" or 0.05), the parser of --max-rate too.
+    max_rate: Annotated[dict[str, Any], _must_be(_RULE_TABLE)] = {}
+    disable: Annotated[list[str], _must_be(_STRINGS)] = []
+    severity: Annotated[
+        dict[str, Annotated[Severity, _must_be(_ONE_OF_SEVERITIES)]], _must_be(_RULE_TABLE)
+    ] = {}
+    ignore_paths: Annotated[list[str], _must_be(_STRINGS)] = []
+    max_decompressed_mb: Annotated[int, Meta(ge=1), _must_be("a whole number, 1 or more")] = (
+        Limits.max_decompressed_bytes // MIB
+    )
+    max_document_mb: Annotated[int, Meta(ge=1), _must_be("a whole number, 1 or more")] = (
+        Limits.max_document_bytes // MIB
+    )
+    # rule id -> parameter -> value; checked against the rules' declarations in Settings.apply
+    params: Annotated[
+        dict[str, Annotated[dict[str, Any], _must_be("a table like { parameter = value }")]],
+        _must_be(_RULE_TABLE),
+    ] = {}
+    allow_unchecked: Annotated[bool, _must_be(_TRUE_OR_FALSE)] = False
+    allow_unreadable: Annotated[bool, _must_be(_TRUE_OR_FALSE)] = False
+    max_rejects: Annotated[
+        Annotated[int, Meta(ge=0)] | None, _must_be("a whole number, 0 or more")
+    ] = None
+    fuse: Annotated[bool, _must_be(_TRUE_OR_FALSE)] = True
+
+
+KEYS = Table.__struct_encode_fields__
 
 
 class ConfigError(Exception):
@@ -58,7 +96,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class Settings:
     source: Path | None = None
-    fail_on: str | None = None
+    fail_on: str = "info"
     max_rate: dict[str, float] = field(default_factory=dict)
     disable: tuple[str, ...] = ()
     severity: dict[str, str] = field(default_factory=dict)
@@ -178,106 +216,110 @@ def _read(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def parse(table: dict[str, Any], source: Path | None = None) -> Settings:
-    """Settings from a config table; every key is checked so a typo does not pass silently."""
+def parse(
+    table: Any, source: Path | None = None, flags: Mapping[str, Any] | None = None
+) -> Settings:
+    """Settings from a config table, checked against `Table` so a typo does not pass silently.
+
+    flags: the command line's, by `Table` field name, only those it was given: each wins over
+    the key of its name; a table (max-rate) is merged over the file's entry by entry.
+    """
     where = str(source) if source else "config"
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [tool.forensics] must be a table")
-    if unknown := sorted(set(table) - set(KEYS)):
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
-    fail_on = table.get("fail-on")
-    if fail_on is not None and fail_on not in SEVERITIES:
-        raise ConfigError(f"{where}: fail-on must be one of {', '.join(SEVERITIES)}")
+    written = _checked(table, where)
     max_rate: dict[str, float] = {}
-    for rule, value in _table(table, "max-rate", where).items():
+    for rule, value in written.max_rate.items():
         try:
             max_rate[rule] = parse_rate(value)
         except ValueError as exc:
             raise ConfigError(f"{where}: max-rate.{rule}: {exc}") from None
-    severity = _table(table, "severity", where)
-    for rule, value in severity.items():
-        if value not in SEVERITIES:
-            raise ConfigError(
-                f"{where}: severity.{rule} must be one of {', '.join(SEVERITIES)}, not {value!r}"
-            )
-    disable = _strings(table, "disable", where)
-    if both := sorted(set(disable) & set(max_rate)):
+    if both := sorted(set(written.disable) & set(max_rate)):
         raise ConfigError(
             f"{where}: {', '.join(both)}: both disabled and given a max-rate; a disabled rule "
             "never runs, so its rate can not be judged: remove it from one of the two"
         )
-    params = _table(table, "params", where)
-    for rule, values in params.items():
-        if not isinstance(values, dict):
-            raise ConfigError(
-                f"{where}: params.{rule} must be a table like {{ parameter = value }}"
-            )
+    written = msgspec.structs.replace(written, max_rate=max_rate)
+    given = {
+        name: {**getattr(written, name), **value} if isinstance(value, dict) else value
+        for name, value in (flags or {}).items()
+    }
+    merged = msgspec.structs.replace(written, **given)
     return Settings(
         source=source,
-        fail_on=fail_on,
-        max_rate=max_rate,
-        disable=tuple(disable),
-        severity=dict(severity),
-        ignore_paths=tuple(_strings(table, "ignore-paths", where)),
-        params={rule: dict(values) for rule, values in params.items()},
+        fail_on=merged.fail_on,
+        max_rate=dict(merged.max_rate),
+        disable=tuple(merged.disable),
+        severity=dict(merged.severity),
+        ignore_paths=tuple(merged.ignore_paths),
+        params={rule: dict(values) for rule, values in merged.params.items()},
         limits=Limits(
-            max_decompressed_bytes=_mib(table, "max-decompressed-mb", where)
-            or Limits.max_decompressed_bytes,
-            max_document_bytes=_mib(table, "max-document-mb", where) or Limits.max_document_bytes,
+            max_decompressed_bytes=merged.max_decompressed_mb * MIB,
+            max_document_bytes=merged.max_document_mb * MIB,
         ),
-        allow_unchecked=_bool(table, "allow-unchecked", where),
-        allow_unreadable=_bool(table, "allow-unreadable", where),
-        max_rejects=_count(table, "max-rejects", where),
-        fuse=_bool(table, "fuse", where, default=True),
+        allow_unchecked=merged.allow_unchecked,
+        allow_unreadable=merged.allow_unreadable,
+        max_rejects=merged.max_rejects,
+        fuse=merged.fuse,
         base=source.resolve().parent if source else Path.cwd(),
     )
 
 
-def _bool(table: dict[str, Any], key: str, where: str, default: bool = False) -> bool:
-    value = table.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: {key} must be true or false")
-    return value
+def _checked(table: Any, where: str) -> Table:
+    try:
+        return msgspec.convert(table, Table)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{where}: {_explained(str(exc), table)}") from None
 
 
-def _count(table: dict[str, Any], key: str, where: str, least: int = 0) -> int | None:
-    value = table.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or value < least:
-        raise ConfigError(f"{where}: {key} must be a whole number, {least} or more")
-    return value
+# Where msgspec found the error: `$.key`, `$.key[...]` (an entry of a table), `$.key[3]`.
+_AT = re.compile(r" - at `\$\.([^.\[`]+)(\[\.\.\.\])?")
 
 
-def _mib(table: dict[str, Any], key: str, where: str) -> int | None:
-    value = _count(table, key, where, least=1)
-    return None if value is None else value * MIB
+def _explained(error: str, table: Any) -> str:
+    """msgspec's error in the words of the key's declaration (its `_must_be`), naming the key,
+    or the entry of a table (`severity.think-loop`), and for an entry the value given."""
+    if error.startswith("Object contains unknown field"):
+        unknown = sorted(set(table) - set(KEYS))
+        return f"unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}"
+    at = _AT.search(error)
+    if at is None:
+        return "[tool.forensics] must be a table"
+    key = at[1]
+    hint = _HINTS[key]
+    if at[2] and isinstance(table[key], dict):
+        entry = get_args(get_args(hint)[0])[1]  # Annotated[dict[str, entry], ...]
+        for name, value in table[key].items():
+            try:
+                msgspec.convert(value, entry)
+            except msgspec.ValidationError:
+                return f"{key}.{name} must be {_description(entry)}, not {value!r}"
+    return f"{key} must be {_description(hint)}"
 
 
-def _table(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:
-    value = table.get(key, {})
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: {key} must be a table like {{ rule-id = value }}")
-    return value
+def _description(hint: Any) -> str:
+    return next(m.description for m in get_args(hint)[1:] if isinstance(m, Meta) and m.description)
 
 
-def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: {key} must be a list of strings")
-    return value
+_HINTS = {
+    key: get_type_hints(Table, include_extras=True)[name]
+    for name, key in zip(Table.__struct_fields__, KEYS, strict=True)
+}
 
 
-def load(path: Path | None = None, start: Path | None = None) -> Settings:
-    """Settings from an explicit file, else from the nearest config file; defaults if none."""
+def load(
+    path: Path | None = None,
+    start: Path | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Settings from an explicit file, else from the nearest config file; defaults if none.
+    flags: the command line's, over the file's keys (see parse)."""
     if path is not None:
         if not path.is_file():
             raise ConfigError(f"{path}: no such config file")
         data = _read(path)
         if path.name == "pyproject.toml":
             data = data.get("tool", {}).get("forensics", {})
-        return parse(data, path)
+        return parse(data, path, flags)
     found = find(start)
     if found is None:
-        return Settings()
-    return parse(found[1], found[0])
+        return parse({}, None, flags)
+    return parse(found[1], found[0], flags)
