@@ -1,10 +1,11 @@
 """The scan spread over processes (`scan --workers N`) or a Ray cluster (`scan --ray`).
 
 Files are the shards: the sorted file list is cut into contiguous ranges of about equal bytes,
-and each task runs the ordinary pipeline (ingest, redaction, enrichment, rules) on its range and
+and each task runs the pipeline's own stages (pipeline.expand, read, check) on its range and
 writes the four tables as Parquet under the shard directory, Hive-partitioned by run
 (`turns/run=<run>/shard-00003-0.parquet`; rejects, which have no run, one file per shard). The
-driver reads them back in shard order with DuckDB, diagnoses the whole, and the outputs are
+driver reads them back in shard order with DuckDB, diagnoses the whole (pipeline.diagnose),
+after what it read itself (the entries the walk could not read), and the outputs are
 those of a scan in one process, byte for byte.
 
 What keeps them equal: linking happens inside a file, so a file's conversations are always
@@ -33,7 +34,6 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import polars as pl
@@ -42,15 +42,13 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from forensics import ingest, pipeline, schema
-from forensics.check import engine, enrich
+from forensics.check import enrich
 from forensics.config import Settings
-from forensics.diagnosis import diagnose
 from forensics.ingest import fusion
 from forensics.ingest.formats import sidecars
 from forensics.ingest.parse import files as ingest_files
-from forensics.ingest.records import Collector
 from forensics.ingest.rows import clean_text
-from forensics.redact import redact_name, redact_text
+from forensics.redact import redact_name
 
 TABLES = ("turns", "trajectories", "findings", "rejects")
 _ORDER = "_order"  # row position within its shard: the driver restores the one-process order
@@ -126,13 +124,18 @@ def _renamed(frame: pl.DataFrame, names: dict[str, str]) -> pl.DataFrame:
 def run_shard(
     shard: Shard, out: str, rules_dirs: Sequence[str], settings: Settings | None
 ) -> ShardDone:
-    """Ingest, redact, enrich and check one shard; its tables go to `out` as Parquet."""
+    """Read and check one shard (pipeline.expand, read, check); its tables go to `out` as
+    Parquet."""
+    settings = settings or Settings()
     with tempfile.TemporaryDirectory(prefix="forensics-shard-") as tmp:
         remote = [f for f in shard.files if is_url(f)]
         fetched = _fetch(remote, Path(tmp)) if remote else {}
         by_url = {url: local for local, url in fetched.items()}
         local_files = [by_url.get(f, f) for f in shard.files]
-        result = pipeline.scan(local_files, rules_dirs=rules_dirs, settings=settings)
+        rules = pipeline.load_rules(rules_dirs, settings)
+        result = pipeline.check(
+            pipeline.read(pipeline.expand(local_files, settings), settings), rules
+        )
         names = {redact_name(clean_text(k)): v for k, v in fetched.items()}
         frames = {
             "turns": result.turns,
@@ -152,11 +155,7 @@ def run_shard(
         }
         runs = set(result.trajectories["run_id"].to_list())
         dirs = {_folder(f) for f in shard.files}
-        signature = (
-            fusion.signature(result.turns, result.trajectories)
-            if settings is None or settings.fuse
-            else None
-        )
+        signature = fusion.signature(result.turns, result.trajectories) if settings.fuse else None
         return ShardDone(shard.index, reports, not_checked, runs, sidecar_dirs, dirs, signature)
 
 
@@ -200,22 +199,6 @@ def _write(frame: pl.DataFrame, name: str, index: int, fs: pafs.FileSystem, base
 
 
 # --- the driver ---------------------------------------------------------------------------------
-
-
-def _expand(
-    names: list[str], exclude: list[Path], settings: Settings
-) -> tuple[list[str], ingest_files.Expansion]:
-    """The files of a scan, in its order: local paths expanded as ingest does, URLs listed."""
-    local = [n for n in names if not is_url(n)]
-    expansion = ingest_files.expand(local, exclude) if local else ingest_files.Expansion()
-    if settings.ignore_paths:
-        ignored = {p for p in expansion.files if settings.ignores(p)}
-        expansion.skipped += [(str(p), "ignore-paths") for p in sorted(ignored)]
-        expansion.files = [p for p in expansion.files if p not in ignored]
-    out = [str(p) for p in expansion.files]
-    for url in (n for n in names if is_url(n)):
-        out += _list_objects(url)
-    return out, expansion
 
 
 def _list_objects(url: str) -> list[str]:
@@ -343,19 +326,24 @@ def scan(
     settings: Settings | None = None,
     exclude: Sequence[str | os.PathLike[str]] | None = None,
 ) -> pipeline.Scan:
-    """pipeline.scan, spread: the same result, computed shard by shard by `runner`."""
+    """pipeline.scan, spread: the same result, computed shard by shard by `runner`.
+
+    The driver runs pipeline.expand over the local paths (object-store URLs are listed), then
+    pipeline.read over the entries the walk could not read; the shards read and check their
+    files; the driver merges their tables and runs pipeline.diagnose.
+    """
     settings = settings or Settings()
-    rules = settings.apply(engine.load_rules([Path(d) for d in rules_dirs or []]))
-    names = (
-        [os.fspath(paths)] if isinstance(paths, str | os.PathLike) else list(map(os.fspath, paths))
+    rules = pipeline.load_rules(rules_dirs, settings)
+    names = pipeline.names(paths)
+    objects = [o for url in names if is_url(url) for o in _list_objects(url)]
+    local = [n for n in names if not is_url(n)]
+    expansion = pipeline.expand(local, settings, exclude, others=objects)
+    # What one process reads before the first file: unreadable entries, and the skipped list.
+    front = pipeline.read(
+        ingest_files.Expansion(skipped=expansion.skipped, rejected=expansion.rejected), settings
     )
-    listed, expansion = _expand(names, [Path(p) for p in exclude or []], settings)
-    if settings.ignore_paths and not listed and expansion.skipped:
-        raise ingest_files.InputError(
-            f"every input file is excluded by ignore-paths ({settings.where()})"
-        )
     rule_dirs = [os.fspath(d) for d in rules_dirs or []]
-    work = plan(listed, shards)
+    work = plan([str(p) for p in expansion.files] + objects, shards)
     keep = shard_dir is not None
     out = shard_dir or tempfile.mkdtemp(prefix="forensics-shards-")
     try:
@@ -369,7 +357,7 @@ def scan(
             work = [*work[:first], merged, *work[last + 1 :]]
             (again,) = runner([merged], out, rule_dirs, settings)
             done = [*done[:first], again, *done[last + 1 :]]
-        return _merge(done, out, expansion, rules)
+        return pipeline.diagnose(_merge(done, out, front), rules)
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
@@ -421,64 +409,39 @@ def _frame(table: pa.Table | None, like: pl.DataFrame) -> pl.DataFrame:
     return frame.select(like.columns).cast(like.schema)  # type: ignore[arg-type]
 
 
-def _merge(
-    done: list[ShardDone],
-    out: str,
-    expansion: ingest_files.Expansion,
-    rules: list[engine.Rule],
-) -> pipeline.Scan:
+def _merge(done: list[ShardDone], out: str, front: ingest.Ingested) -> pipeline.Checked:
+    """The shards' tables and file lists after what the driver read, in one-process order."""
     shapes = _shapes()
-    front = Collector()  # entries the walk could not read come first, as in one process
-    reports: list[ingest.FileReport] = []
-    for path, reason in expansion.rejected:
-        front.reject(path, None, reason)
-        reports.append(ingest.FileReport(clean_text(path), None, reason, 0))
-    _, _, front_rejects = front.tables()
-    front_rejects = pipeline.redacted(
-        ingest.Ingested(shapes["raw_turns"], shapes["raw_trajectories"], front_rejects, [], [])
-    ).rejects
     tables = {t: _frame(_read(out, t), shapes[t]) for t in TABLES}
-    rejects = pl.concat([_frame(front_rejects, shapes["rejects"]), tables["rejects"]])
-    reports = [
-        replace(r, path=redact_name(r.path), reason=redact_text(r.reason) or r.reason)
-        for r in reports
-    ]
-    for d in done:
-        reports.extend(d.files)
+    reports = [*front.files, *(r for d in done for r in d.files)]
     reports.sort(key=lambda r: r.path)
     not_checked: dict[str, dict[str, list[str]]] = {}
     for d in done:
         not_checked.update(d.not_checked)
-    not_checked = dict(sorted(not_checked.items()))
-    findings = tables["findings"].sort(
-        ["source_path", "source_line", "rule", "turn_index"], nulls_last=True
-    )
-    diagnosis = diagnose.diagnose(
-        findings, tables["turns"], tables["trajectories"], rules, engine.default_rules_dir()
-    )
-    skipped = [(redact_name(clean_text(p)), redact_text(r) or r) for p, r in expansion.skipped]
-    return pipeline.Scan(
+    return pipeline.Checked(
         turns=tables["turns"],
         trajectories=tables["trajectories"],
-        findings=findings,
-        rejects=rejects,
+        findings=tables["findings"].sort(
+            ["source_path", "source_line", "rule", "turn_index"], nulls_last=True
+        ),
+        rejects=pl.concat([_frame(front.rejects, shapes["rejects"]), tables["rejects"]]),
         files=reports,
-        skipped=skipped,
-        rules=rules,
-        not_checked=not_checked,
-        diagnosis=diagnosis,
+        skipped=front.skipped,
+        not_checked=dict(sorted(not_checked.items())),
     )
 
 
-def _shapes() -> dict[str, Any]:
+def _shapes() -> dict[str, pl.DataFrame]:
     """Empty tables of every shape a merge produces, for dtypes and for scans with no rows."""
-    raw_turns = pa.Table.from_pylist([], schema=schema.RAW_TURNS)
-    raw_trajectories = pa.Table.from_pylist([], schema=schema.TRAJECTORIES)
     return {
-        "raw_turns": raw_turns,
-        "raw_trajectories": raw_trajectories,
-        "turns": enrich.enrich(raw_turns),
-        "trajectories": pl.from_arrow(raw_trajectories),
-        "findings": pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS)),
-        "rejects": pl.from_arrow(pa.Table.from_pylist([], schema=schema.REJECTS)),
+        "turns": enrich.enrich(pa.Table.from_pylist([], schema=schema.RAW_TURNS)),
+        "trajectories": _empty(schema.TRAJECTORIES),
+        "findings": _empty(schema.FINDINGS),
+        "rejects": _empty(schema.REJECTS),
     }
+
+
+def _empty(table_schema: pa.Schema) -> pl.DataFrame:
+    frame = pl.from_arrow(pa.Table.from_pylist([], schema=table_schema))
+    assert isinstance(frame, pl.DataFrame)
+    return frame

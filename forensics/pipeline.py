@@ -1,12 +1,18 @@
 """The pipeline as functions: files -> turns -> findings -> causes -> report. The command line
 and notebooks call `scan`; the CLI only wires its results to files, the terminal and exit
-codes."""
+codes.
+
+`scan` is its stages in order, each a function of its own: `load_rules`, `expand` (the inputs,
+minus ignore-paths), `read` (ingest, then the one redaction pass), `check` (enrichment and the
+rules) and `diagnose`. The distributed scan (forensics.distributed) calls the same stages: the
+driver expands and diagnoses, each shard reads and checks its files.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -18,6 +24,7 @@ from forensics.check import engine, enrich
 from forensics.config import Settings
 from forensics.diagnosis import diagnose as diagnose_mod
 from forensics.diagnosis.result import ScanResult
+from forensics.ingest.parse import files as ingest_files
 from forensics.ingest.parse.files import InputError
 from forensics.redact import redact_name, redact_table, redact_text
 from forensics.report import model as report_model
@@ -114,44 +121,106 @@ def scan(
     'truncated-output'
     """
     settings = settings or Settings()
-    rules = settings.apply(engine.load_rules([Path(d) for d in rules_dirs or []]))
-    names = (
-        [os.fspath(paths)] if isinstance(paths, str | os.PathLike) else list(map(os.fspath, paths))
-    )
-    data = redacted(
-        ingest.ingest(
-            names,
-            exclude=[Path(p) for p in exclude or []],
-            limits=settings.limits,
-            ignore=settings.ignores if settings.ignore_paths else None,
-            fuse=settings.fuse,
-        )
-    )
-    if settings.ignore_paths and not data.files and data.skipped:
-        raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
+    rules = load_rules(rules_dirs, settings)
+    expansion = expand(names(paths), settings, exclude)
+    return diagnose(check(read(expansion, settings), rules), rules)
+
+
+def names(paths: PathLike | Sequence[PathLike]) -> list[str]:
+    """One path or many, as the strings the stages take."""
+    if isinstance(paths, str | os.PathLike):
+        return [os.fspath(paths)]
+    return list(map(os.fspath, paths))
+
+
+def load_rules(rules_dirs: Sequence[PathLike] | None, settings: Settings) -> list[engine.Rule]:
+    """The rules a scan runs: the built-in pack and `rules_dirs`, with the settings applied."""
+    return settings.apply(engine.load_rules([Path(d) for d in rules_dirs or []]))
+
+
+def expand(
+    paths: Sequence[str],
+    settings: Settings,
+    exclude: Sequence[PathLike] | None = None,
+    *,
+    others: Sequence[str] = (),
+) -> ingest_files.Expansion:
+    """The inputs of a scan: paths expanded as the readers walk them, then ignore-paths (the
+    files it excludes are listed as skipped).
+
+    others: inputs named apart from the paths (the distributed scan's object-store URLs).
+    Raises InputError for a path that does not exist, and when ignore-paths leaves nothing.
+    """
+    expansion = ingest_files.expand(list(paths), [Path(p) for p in exclude or []])
+    if settings.ignore_paths:
+        ignored = {p for p in expansion.files if settings.ignores(p)}
+        expansion.skipped += [(str(p), "ignore-paths") for p in sorted(ignored)]
+        expansion.files = [p for p in expansion.files if p not in ignored]
+        if not (expansion.files or expansion.rejected or others) and expansion.skipped:
+            raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
+    return expansion
+
+
+def read(expansion: ingest_files.Expansion, settings: Settings) -> ingest.Ingested:
+    """The expansion's files read into tables (its unreadable entries as rejects), redacted:
+    what every later stage sees."""
+    return redacted(ingest.read(expansion, limits=settings.limits, fuse=settings.fuse))
+
+
+@dataclass
+class Checked:
+    """A read's tables, enriched and checked by the rules, with the files it read and skipped:
+    what diagnosis takes (and what a shard of a distributed scan writes)."""
+
+    turns: pl.DataFrame
+    trajectories: pl.DataFrame
+    findings: pl.DataFrame
+    rejects: pl.DataFrame
+    files: list[ingest.FileReport]
+    skipped: list[tuple[str, str]]
+    # file -> rule -> the columns it lacks, for rules that could not run on that file
+    not_checked: dict[str, dict[str, list[str]]]
+
+
+def check(data: ingest.Ingested, rules: list[engine.Rule]) -> Checked:
+    """Enrich the turns and run the rules. Pass the read as a temporary (check(read(...))):
+    its Arrow turns are freed before enrichment grows the frame that holds their copy."""
     progress.stage("checking rules")
     raw_turns = pl.from_arrow(data.turns)
     trajectories = pl.from_arrow(data.trajectories)
     rejects = pl.from_arrow(data.rejects)
     files, skipped = data.files, data.skipped
-    del data  # its Arrow turns, before enrichment grows the frame that holds their copy
+    del data
     turns = enrich.enrich(raw_turns)  # type: ignore[arg-type]
     checked = engine.check(turns, trajectories, rules)  # type: ignore[arg-type]
-    progress.stage("diagnosing")
-    diagnosis = diagnose_mod.diagnose(
-        checked.findings,
-        turns,
-        trajectories,  # type: ignore[arg-type]
-        rules,
-        engine.default_rules_dir(),
-    )
-    return Scan(
+    return Checked(
         turns=turns,
         trajectories=trajectories,  # type: ignore[arg-type]
         findings=checked.findings,
         rejects=rejects,  # type: ignore[arg-type]
         files=files,
         skipped=skipped,
+        not_checked=checked.not_checked,
+    )
+
+
+def diagnose(checked: Checked, rules: list[engine.Rule]) -> Scan:
+    """Causes from the findings: the diagnosis, and the scan's result."""
+    progress.stage("diagnosing")
+    diagnosis = diagnose_mod.diagnose(
+        checked.findings,
+        checked.turns,
+        checked.trajectories,
+        rules,
+        engine.default_rules_dir(),
+    )
+    return Scan(
+        turns=checked.turns,
+        trajectories=checked.trajectories,
+        findings=checked.findings,
+        rejects=checked.rejects,
+        files=checked.files,
+        skipped=checked.skipped,
         rules=rules,
         not_checked=checked.not_checked,
         diagnosis=diagnosis,

@@ -8,7 +8,7 @@ order detection asks them.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,20 +103,22 @@ def ingest(
     *,
     exclude: list[Path] | None = None,
     limits: files.Limits | None = None,
-    ignore: Callable[[Path], bool] | None = None,
     fuse: bool = True,
 ) -> Ingested:
     """Read every file named by paths (files, directories, globs) into the tables.
 
-    exclude: the tool's own outputs, skipped in directory walks; ignore: the user's
-    ignore-paths; fuse: one trajectory per episode seen in several artifacts (fusion).
-    Raises files.InputError only for a path that does not exist.
+    exclude: the tool's own outputs, skipped in directory walks; fuse: one trajectory per
+    episode seen in several artifacts (fusion). Raises files.InputError only for a path that
+    does not exist.
     """
-    expansion = files.expand(paths, exclude)
-    if ignore is not None:
-        ignored = {p for p in expansion.files if ignore(p)}
-        expansion.skipped += [(str(p), "ignore-paths") for p in sorted(ignored)]
-        expansion.files = [p for p in expansion.files if p not in ignored]
+    return read(files.expand(paths, exclude), limits=limits, fuse=fuse)
+
+
+def read(
+    expansion: files.Expansion, *, limits: files.Limits | None = None, fuse: bool = True
+) -> Ingested:
+    """Read the files of an expansion into the tables; the entries it could not read come
+    first, as rejects, and the entries it skipped are listed."""
     # The collector comes back on only once the rows are Arrow tables and the Python objects
     # they were built from are freed: it never walks them (otherwise its first passes after
     # the read walk every row and message once more, for nothing).
