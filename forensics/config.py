@@ -113,15 +113,6 @@ class Settings:
     # ignore-paths are relative to the directory of the file that names them.
     base: Path = field(default_factory=Path.cwd)
 
-    def with_limits(self, decompressed_mb: int | None, document_mb: int | None) -> Settings:
-        """These settings with the size caps the command line gives (None: keep)."""
-        limits = self.limits
-        if decompressed_mb is not None:
-            limits = replace(limits, max_decompressed_bytes=decompressed_mb * MIB)
-        if document_mb is not None:
-            limits = replace(limits, max_document_bytes=document_mb * MIB)
-        return replace(self, limits=limits)
-
     def where(self) -> str:
         return str(self.source) if self.source else "settings"
 

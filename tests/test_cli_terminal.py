@@ -15,7 +15,8 @@ import yaml
 from click.testing import CliRunner
 
 from forensics import progress
-from forensics.cli import _style, cli
+from forensics.cli import cli
+from forensics.commands.shared import style as _style
 from forensics.diagnosis import coverage
 from forensics.report.render import text
 

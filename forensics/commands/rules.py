@@ -1,0 +1,124 @@
+"""`forensics rules`: the rule pack listed, one rule explained, the README table, a new rule."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from forensics.commands.shared import fail, load_rules, rules_option, write
+
+
+@click.group("rules", invoke_without_command=True)
+@rules_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown"]),
+    default="text",
+    help="markdown: the catalogue table (`forensics rules readme` writes it to docs/rules.md).",
+)
+@click.pass_context
+def command(ctx: click.Context, rules_dirs: tuple[Path, ...], fmt: str) -> None:
+    """List the rule pack (id, severity, confidence, summary); preview rules are marked."""
+    ctx.obj = {"rules_dirs": rules_dirs}
+    if ctx.invoked_subcommand is not None:
+        return
+    from forensics.tools import rule_catalogue as catalogue
+
+    rules = load_rules(rules_dirs)
+    if fmt == "markdown":
+        click.echo(catalogue.markdown_table(rules))
+        return
+    width = max(len(r.id) for r in rules)
+    for r in rules:
+        mark = "[preview] " if r.preview else ""
+        click.echo(f"{r.id:<{width}}  {r.severity:<8} {r.confidence:<9} {mark}{r.summary}")
+
+
+@command.command("explain")
+@click.argument("rule_id")
+@rules_option
+@click.pass_context
+def explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]) -> None:
+    """Print the documentation of one rule, and its parameters."""
+    from forensics import schema
+
+    rules = {r.id: r for r in load_rules((*ctx.obj["rules_dirs"], *rules_dirs))}
+    if rule_id not in rules:
+        fail(f"unknown rule {rule_id!r}; known: {', '.join(rules)}")
+    r = rules[rule_id]
+    status = ", status preview (runs, not yet measured on the accuracy corpus)" if r.preview else ""
+    click.echo(
+        f"{r.id} — {r.title}\nseverity {r.severity}, confidence {r.confidence}, cause {r.cause}"
+        f"{status}\n"
+    )
+    for section in schema.DOC_SECTIONS:
+        click.echo(f"## {section.replace('_', ' ')}\n{r.docs[section]}\n")
+    if r.params:
+        click.echo("## parameters")
+        for p in r.params.values():
+            click.echo(f"{p.name} = {p.literal()}\n  {p.doc}")
+        first = next(iter(r.params.values()))
+        click.echo(
+            f"\nOverride in [tool.forensics]: params = {{ {r.id} = {{ {first.name} = "
+            f'{first.literal()} }} }}; in a fixture case: "params": {{"{first.name}": …}}\n'
+        )
+
+
+@command.command("readme")
+@click.argument("path", default="docs/rules.md", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--check", is_flag=True, help="Only check: exit 1 when the table is stale.")
+def readme(path: Path, check: bool) -> None:
+    """Write the pack's rule table between the rule-table markers of docs/rules.md."""
+    from forensics.check import engine
+    from forensics.tools import rule_catalogue as catalogue
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        table = catalogue.markdown_table(engine.load_rules())
+        stale = catalogue.current(text) != table
+    except (OSError, catalogue.CatalogueError) as exc:
+        fail(f"{path}: {exc}")
+    except engine.RuleError as exc:
+        fail(f"rule pack: {exc}")
+    if check:
+        click.echo(f"{path}: rule table {'is stale' if stale else 'is up to date'}")
+        sys.exit(1 if stale else 0)
+    if stale:
+        write(path, catalogue.replaced(text, table))
+    click.echo(f"{path}: rule table {'updated' if stale else 'already up to date'}")
+
+
+@command.command("new")
+@click.argument("rule_id")
+@click.option(
+    "--dir",
+    "rules_dir",
+    default="rules",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of the rule file.",
+)
+@click.option(
+    "--fixtures-dir",
+    default="tests/rule_fixtures",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of the fixture file.",
+)
+def new(rule_id: str, rules_dir: Path, fixtures_dir: Path) -> None:
+    """Scaffold a preview rule (DIR/ID.toml) and its fixtures (ID.jsonl); never overwrites."""
+    from forensics.tools import scaffold
+
+    try:
+        made = scaffold.new_rule(rule_id, rules_dir, fixtures_dir)
+    except scaffold.ScaffoldError as exc:
+        fail(str(exc))
+    click.echo(f'created {made.rule} (status = "preview")\ncreated {made.fixtures}')
+    click.echo(
+        "next: write the query and the cases, then\n"
+        f"  pytest tests/test_rule_fixtures.py -k {rule_id} --update-snapshots\n"
+        "  forensics rules readme"
+    )

@@ -1,0 +1,547 @@
+"""`forensics scan`: read the inputs, run the pipeline, judge the gate, write and print."""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from forensics import progress
+from forensics.commands.shared import (
+    config_options,
+    fail,
+    is_dash,
+    rules_option,
+    setting,
+    settings,
+    style,
+    write,
+)
+
+if TYPE_CHECKING:
+    from forensics import config, gate
+    from forensics.pipeline import Scan
+    from forensics.report.types import Report
+
+# schema.SEVERITIES, spelled here so that `forensics --help` need not import pyarrow, polars
+# and duckdb (tests/test_cli_lazy.py keeps the two equal). Commands import what they use.
+FAIL_ON = ["info", "low", "medium", "high", "critical"]
+OUTPUT_FORMATS = ["text", "json", "sarif", "junit", "github", "md"]
+
+
+def _rates(value: tuple[str, ...]) -> dict[str, float]:
+    from forensics import gate
+
+    return gate.parse_max_rates(value)
+
+
+def _terminal_options(f: Callable) -> Callable:
+    """What the terminal shows, and which rules run: the flags ruff users reach for."""
+    for option in reversed(
+        [
+            click.option(
+                "--select",
+                multiple=True,
+                metavar="RULES",
+                help="Run only these rules: ids or globs (think-*), comma-separated; may repeat.",
+            ),
+            click.option(
+                "--ignore",
+                multiple=True,
+                metavar="RULES",
+                help="Do not run these rules (ids or globs, comma-separated; may repeat); "
+                "wins over --select.",
+            ),
+            click.option(
+                "--output-format",
+                type=click.Choice(OUTPUT_FORMATS),
+                default="text",
+                show_default=True,
+                help="What stdout carries: the summary (text) or one machine output, the "
+                "summary then going to stderr.",
+            ),
+            click.option(
+                "-q", "--quiet", is_flag=True, help="Print nothing but errors: the exit code tells."
+            ),
+            click.option(
+                "--statistics",
+                is_flag=True,
+                help="Print the number of findings per rule instead of the summary.",
+            ),
+            click.option(
+                "--color",
+                type=click.Choice(["auto", "always", "never"]),
+                default="auto",
+                show_default=True,
+                help="Colour by severity; auto: on a terminal, unless NO_COLOR is set.",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a scan's results go: files by kind (html: the report directory; - is stdout),
+    the stores, and the one output stdout carries instead of the summary, if any."""
+
+    files: dict[str, Path | None]
+    db: Path | None
+    parquet: Path | None
+    stdout: str | None
+
+    def written(self) -> list[Path]:
+        """This scan's own outputs: a directory walk skips them."""
+        every = (*self.files.values(), self.db, self.parquet)
+        return [p for p in every if p is not None and not is_dash(p)]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A scan's result and the gate's verdict on it."""
+
+    result: Scan
+    verdict: gate.Verdict
+    # Fingerprints of the findings the --baseline does not hold; None without one (or when
+    # writing one: that is not a gate run).
+    new: set[str] | None
+
+
+@click.command("scan")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    default="forensics-report",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path, allow_dash=True),
+    help="Directory for the HTML report (report.html); - prints the page to stdout.",
+)
+@click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write the machine result (summary, causes, findings, rejects, gate) here; - for stdout.",
+)
+@click.option(
+    "--sarif",
+    "sarif_path",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write SARIF 2.1.0 (code scanning) here; - for stdout.",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write JUnit XML here: a testsuite per run, a testcase per trajectory; - for stdout.",
+)
+@click.option(
+    "--md",
+    "md_path",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Write the report as Markdown here; - for stdout.",
+)
+@click.option(
+    "--github",
+    is_flag=True,
+    help="Print GitHub Actions annotations (::error file=…,line=…::) for the findings.",
+)
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every table and view to this DuckDB file (replaced if it exists).",
+)
+@click.option(
+    "--parquet",
+    "parquet_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write every table as Parquet into this directory (one file per run with many runs).",
+)
+@rules_option
+@setting(
+    "--fail-on",
+    type=click.Choice(FAIL_ON),
+    default=None,
+    help="Exit 1 when a finding has at least this severity [default: config, else info].",
+)
+@setting(
+    "--max-rate",
+    "max_rate",
+    multiple=True,
+    parse=_rates,
+    metavar="RULE=RATE",
+    help="Tolerate RULE in up to RATE of the trajectories (0.05 or 5%); exit 1 above it. "
+    "The rule is then judged by its rate only. May repeat.",
+)
+@click.option(
+    "--baseline",
+    "baseline_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Fail only on findings not in this baseline (or --json result); report fixed ones.",
+)
+@click.option(
+    "--write-baseline",
+    "write_baseline",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    help="Record the current findings by fingerprint in this file and exit 0: writing a "
+    "baseline is not a gate run.",
+)
+@setting(
+    "--no-fuse",
+    "fuse",
+    flag_value=False,
+    default=True,
+    help="Count each artifact's episodes apart: do not merge an episode seen in several files "
+    "(console log, results file, capture of the same run) into one trajectory.",
+)
+@setting(
+    "--allow-unchecked",
+    is_flag=True,
+    help="Do not fail when a --max-rate rule can run on none of the inputs (it lacks the "
+    "columns it reads); the gate says so instead [default: config, else fail].",
+)
+@setting(
+    "--allow-unreadable",
+    is_flag=True,
+    help="Do not fail when an input file yields nothing readable (wrong format, wholly "
+    "truncated, an empty checkpoint); the gate still lists each [default: config, else fail]. "
+    "No readable input at all always fails.",
+)
+@setting(
+    "--max-rejects",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Fail when more than N records of the files that were read are rejected "
+    "[default: config, else not gated].",
+)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when the gate fails (2 still 2).")
+@config_options
+@setting(
+    "--max-decompressed-mb",
+    type=click.IntRange(min=1),
+    help="A .gz inflating past this many MiB is rejected (a bomb) [default: config, else 4096].",
+)
+@setting(
+    "--max-document-mb",
+    type=click.IntRange(min=1),
+    help="A JSON document larger than this many MiB is rejected, not read whole "
+    "[default: config, else 1024].",
+)
+@click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Scan on N local processes, one shard of files each; the same outputs as one process.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="ADDRESS",
+    help="Run the shards as Ray tasks: 'local' starts an instance, 'auto' joins this machine's "
+    "cluster, ray://HOST:10001 a remote one (needs forensics[ray]). Paths may be s3:// or gs://.",
+)
+@click.option(
+    "--shard-dir",
+    metavar="DIR|URL",
+    help="With --workers/--ray: keep the shards' Parquet tables (Hive-partitioned by run) there, "
+    "a directory or an s3:// / gs:// URL; default: a temporary directory.",
+)
+@_terminal_options
+def command(
+    paths: tuple[str, ...],
+    output: Path,
+    no_report: bool,
+    json_path: Path | None,
+    sarif_path: Path | None,
+    junit_path: Path | None,
+    md_path: Path | None,
+    github: bool,
+    db_path: Path | None,
+    parquet_dir: Path | None,
+    rules_dirs: tuple[Path, ...],
+    baseline_path: Path | None,
+    write_baseline: Path | None,
+    exit_zero: bool,
+    explain_formats: bool,
+    workers: int | None,
+    ray_address: str | None,
+    shard_dir: str | None,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+    quiet: bool,
+    statistics: bool,
+    color: str,
+) -> None:
+    """Scan logs and result files; print the diagnosis, write the report and outputs.
+
+    PATHS are files, directories or globs; - reads one artifact from stdin (named <stdin>).
+    Any file option given - writes to stdout, as --output-format does; the summary then goes
+    to stderr, and only one output can have stdout.
+
+    Exit codes: 0 the gate passes; 1 the gate fails: a finding at or above --fail-on, a
+    --max-rate exceeded or naming a rule that can run on none of the inputs, an input file
+    with nothing readable (or no readable input at all), more rejected records than
+    --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
+    is written, whatever was found. Flags win over [tool.forensics] settings.
+    """
+    outputs = _outputs(
+        {
+            "html": None if no_report else output,
+            "json": json_path,
+            "sarif": sarif_path,
+            "junit": junit_path,
+            "md": md_path,
+            "baseline": write_baseline,
+        },
+        db_path,
+        parquet_dir,
+        output_format,
+    )
+    if paths.count("-") > 1:
+        fail("scan -: standard input can be read once")
+    if "-" in paths and sys.stdin.isatty():
+        fail("scan -: standard input is a terminal; pipe an artifact in (forensics scan - < FILE)")
+    with contextlib.ExitStack() as stack:
+        if progress.wanted(sys.stderr, quiet):
+            stack.enter_context(progress.shown(sys.stderr, shutil.get_terminal_size().columns))
+        judged = _judged(
+            paths,
+            stack,
+            _scanner(workers, ray_address, shard_dir),
+            rules_dirs=rules_dirs,
+            select=select,
+            ignore=ignore,
+            baseline_path=baseline_path,
+            writing_baseline=write_baseline is not None,
+            exit_zero=exit_zero,
+            exclude=outputs.written(),
+        )
+        progress.stage("writing outputs")
+        report = _report(judged, page=not no_report, baseline_run=bool(write_baseline))
+        document = _write_outputs(outputs, report, judged)
+    # stdout carries one document when one was asked for there; people read stderr then.
+    err = document is not None
+    if document is not None:
+        click.echo(document, nl=False)
+    _print(report, judged, outputs, err, explain_formats, github, quiet, statistics, color)
+    sys.exit(0 if write_baseline else judged.verdict.exit_code)
+
+
+def _outputs(
+    files: dict[str, Path | None], db: Path | None, parquet: Path | None, output_format: str
+) -> Outputs:
+    """The outputs asked for; a usage error when two want stdout or a store wants it."""
+    to_stdout = [kind for kind, path in files.items() if is_dash(path)]
+    if output_format != "text":
+        to_stdout.append(output_format)
+    if len(to_stdout) > 1:
+        fail(f"only one output can go to stdout, not {' and '.join(to_stdout)}")
+    for flag, path in (("--db", db), ("--parquet", parquet)):
+        if is_dash(path):
+            fail(f"{flag} -: a database can not be written to stdout")
+    return Outputs(files, db, parquet, to_stdout[0] if to_stdout else None)
+
+
+def _scanner(workers: int | None, ray_address: str | None, shard_dir: str | None) -> Callable:
+    """pipeline.scan, or with --workers, --ray or --shard-dir the same scan spread over shards
+    (distributed.scan, which runs the same stages)."""
+    from functools import partial
+
+    if not (workers or ray_address or shard_dir):
+        from forensics.pipeline import scan
+
+        return scan
+    from forensics import distributed
+
+    if ray_address:
+        try:
+            runner = distributed.ray_runner(None if ray_address == "local" else ray_address)
+        except ImportError:
+            fail("--ray needs Ray: pip install 'forensics[ray]'")
+    else:
+        runner = distributed.processes(workers or 1)
+    shards = workers or (4 if ray_address else 1)
+    return partial(distributed.scan, runner=runner, shards=shards, shard_dir=shard_dir)
+
+
+def _judged(
+    paths: tuple[str, ...],
+    stack: contextlib.ExitStack,
+    scanner: Callable[..., Scan],
+    *,
+    rules_dirs: tuple[Path, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    baseline_path: Path | None,
+    writing_baseline: bool,
+    exit_zero: bool,
+    exclude: list[Path],
+) -> Judged:
+    """Scan the paths (- spooled from stdin) with the settings, and judge the result."""
+    from forensics import config, gate
+    from forensics.check import engine
+    from forensics.ingest.parse.files import InputError
+
+    names, spool = list(paths), None
+    if "-" in names:
+        from forensics.tools import stdin
+
+        spool = stack.enter_context(stdin.spooled(sys.stdin.buffer))
+        names = [str(spool) if p == "-" else p for p in names]
+    try:
+        chosen = _chosen_rules(settings(), rules_dirs, select, ignore)
+        baseline = gate.load_baseline(baseline_path) if baseline_path else None
+        result = scanner(names, rules_dirs=list(rules_dirs), settings=chosen, exclude=exclude)
+        if spool is not None:
+            result = stdin.relabel(result, spool)
+        policy = gate.Policy(
+            fail_on=chosen.fail_on,
+            max_rate=chosen.max_rate,
+            baseline=baseline,
+            exit_zero=exit_zero,
+            allow_unchecked=chosen.allow_unchecked,
+            allow_unreadable=chosen.allow_unreadable,
+            max_rejects=chosen.max_rejects,
+        )
+        verdict = gate.evaluate(
+            result.findings,
+            result.trajectories.height,
+            [r.id for r in result.rules],
+            policy,
+            gate.coverage(result),
+        )
+    except (InputError, config.ConfigError, gate.GateError) as exc:
+        fail(str(exc))
+    except engine.RuleError as exc:
+        fail(f"rule pack: {exc}")
+    new = set(verdict.new) if baseline and not writing_baseline else None
+    return Judged(result, verdict, new)
+
+
+def _chosen_rules(
+    settings: config.Settings,
+    rules_dirs: tuple[Path, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+) -> config.Settings:
+    """The settings with --select/--ignore applied: every rule not selected, or ignored, off."""
+    from forensics import config
+    from forensics.check import engine
+
+    if not select and not ignore:
+        return settings
+    known = [r.id for r in engine.load_rules(list(rules_dirs))]
+
+    def named(specs: tuple[str, ...], flag: str) -> set[str]:
+        ids: set[str] = set()
+        for part in (p.strip() for spec in specs for p in spec.split(",")):
+            if not part:
+                continue
+            hits = fnmatch.filter(known, part)
+            if not hits:
+                raise config.ConfigError(f"{flag} {part}: no such rule; known: {', '.join(known)}")
+            ids.update(hits)
+        return ids
+
+    chosen = named(select, "--select") if select else set(known)
+    off = set(settings.disable) | (set(known) - chosen) | named(ignore, "--ignore")
+    return replace(settings, disable=tuple(sorted(off)))
+
+
+def _report(judged: Judged, *, page: bool, baseline_run: bool) -> Report:
+    from forensics.report import model
+
+    report = model.build(judged.result, page=page)
+    if not baseline_run:  # writing a baseline is not a gate run: no verdict to record
+        report["gate"] = judged.verdict.to_dict()
+    return report
+
+
+def _renderers(report: Report, judged: Judged) -> dict[str, Callable[[], str]]:
+    """Each output's document, rendered only when asked for."""
+    from forensics import __version__, gate
+    from forensics.report.render import github, html, jsonout, junit, markdown, sarif
+
+    base, new = Path.cwd(), judged.new
+    return {
+        "html": lambda: html.render(report),
+        "json": lambda: jsonout.render(report),
+        "sarif": lambda: sarif.render(report, base, __version__, new),
+        "junit": lambda: junit.render(report, base),
+        "md": lambda: markdown.render(report),
+        "github": lambda: github.render(report, base, new),
+        "baseline": lambda: gate.baseline_document(judged.result.findings),
+    }
+
+
+def _write_outputs(outputs: Outputs, report: Report, judged: Judged) -> str | None:
+    """Write the files and stores; returns the document stdout carries, if any."""
+    renderers = _renderers(report, judged)
+    document = renderers[outputs.stdout]() if outputs.stdout else None
+    for kind, path in outputs.files.items():
+        if path is None or is_dash(path):
+            continue
+        write(path / "report.html" if kind == "html" else path, renderers[kind]())
+    if outputs.db or outputs.parquet:
+        from forensics import store  # only then: it loads pyarrow.parquet and the views
+
+        try:
+            if outputs.db:
+                store.write_duckdb(judged.result, outputs.db)
+            if outputs.parquet:
+                store.write_parquet(judged.result, outputs.parquet)
+        except store.StoreError as exc:
+            fail(str(exc))
+    return document
+
+
+def _print(
+    report: Report,
+    judged: Judged,
+    outputs: Outputs,
+    err: bool,
+    explain_formats: bool,
+    github: bool,
+    quiet: bool,
+    statistics: bool,
+    color: str,
+) -> None:
+    """The terminal's part: format notes, annotations, the summary and the gate's lines."""
+    from forensics.report.render import github as github_out
+    from forensics.report.render import text
+
+    look = style(sys.stderr if err else sys.stdout, color)
+    if explain_formats:  # file names and notes escaped, no line a workflow command
+        click.echo(text.explain_formats(report), nl=False, err=err)
+    if github and outputs.stdout != "github":
+        click.echo(github_out.render(report, Path.cwd(), judged.new), nl=False)
+    if quiet:
+        return
+    html = outputs.files["html"]
+    report_file = html / "report.html" if html is not None and not is_dash(html) else None
+    summary = text.statistics(report, look) if statistics else None
+    summary = summary or text.render(report, str(report_file) if report_file else None, look)
+    click.echo(summary, nl=False, err=err, color=look.color)
+    baseline = outputs.files["baseline"]
+    if baseline is not None:
+        n = judged.result.findings["finding_id"].n_unique()
+        noun = "finding" if n == 1 else "findings"
+        where = "stdout" if is_dash(baseline) else baseline
+        line = f"baseline: wrote {n} {noun} to {where}"
+        click.echo(text.gate_lines([line]), nl=False, err=err)
+        return
+    # Escaped like the summary. Unreadable input and unrunnable rules are gate lines too.
+    click.echo(text.gate_lines(judged.verdict.lines(), look), nl=False, err=err, color=look.color)
