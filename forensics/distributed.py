@@ -379,6 +379,8 @@ def _read(out: str, table: str) -> pa.Table | None:
     """One table of every shard, in scan order (DuckDB over the Parquet files)."""
     fs, base = _filesystem(out)
     root = f"{base.rstrip('/')}/{table}"
+    if fs.get_file_info(root).type == pafs.FileType.NotFound:  # no shard: nothing to read
+        return None
     files = [
         i
         for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))

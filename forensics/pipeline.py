@@ -130,7 +130,7 @@ def names(paths: PathLike | Sequence[PathLike]) -> list[str]:
     """One path or many, as the strings the stages take."""
     if isinstance(paths, str | os.PathLike):
         return [os.fspath(paths)]
-    return list(map(os.fspath, paths))
+    return [os.fspath(p) for p in paths]
 
 
 def load_rules(rules_dirs: Sequence[PathLike] | None, settings: Settings) -> list[engine.Rule]:

@@ -94,6 +94,18 @@ def test_a_sidecar_labels_its_directory_across_shards(tmp_path):
     assert jsonout.render(got.report()) == jsonout.render(local.report())
 
 
+def test_nothing_to_read_but_unreadable_entries_reads_as_one_process(tmp_path):
+    # A named FIFO is rejected by the walk, never read: no file is left for any shard.
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    local = pipeline.scan([str(pipe)])
+    assert [r["reason"] for r in local.report()["rejects"]] != []
+    calls: list[int] = []
+    got = distributed.scan([str(pipe)], runner=_serial(calls), shards=2)
+    assert calls == [0]
+    assert jsonout.render(got.report()) == jsonout.render(local.report())
+
+
 def test_shards_are_parquet_partitioned_by_run(tmp_path):
     shards = tmp_path / "shards"
     # Two folders that share no episode (sample_logs would: its control is a realdata record,

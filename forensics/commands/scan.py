@@ -17,6 +17,7 @@ from forensics import progress
 from forensics.commands.shared import (
     config_options,
     fail,
+    gathered,
     is_dash,
     rules_option,
     setting,
@@ -27,6 +28,7 @@ from forensics.commands.shared import (
 
 if TYPE_CHECKING:
     from forensics import config, gate
+    from forensics.diagnosis.result import ScanResult
     from forensics.pipeline import Scan
     from forensics.report.types import Report
 
@@ -104,15 +106,80 @@ class Outputs:
         return [p for p in every if p is not None and not is_dash(p)]
 
 
+def _outputs(
+    output: Path,
+    no_report: bool,
+    json_path: Path | None,
+    sarif_path: Path | None,
+    junit_path: Path | None,
+    md_path: Path | None,
+    write_baseline: Path | None,
+    db_path: Path | None,
+    parquet_dir: Path | None,
+    output_format: str,
+) -> Outputs:
+    """The outputs asked for; a usage error when two want stdout or a store wants it."""
+    files = {
+        "html": None if no_report else output,
+        "json": json_path,
+        "sarif": sarif_path,
+        "junit": junit_path,
+        "md": md_path,
+        "baseline": write_baseline,
+    }
+    to_stdout = [kind for kind, path in files.items() if is_dash(path)]
+    if output_format != "text":
+        to_stdout.append(output_format)
+    if len(to_stdout) > 1:
+        fail(f"only one output can go to stdout, not {' and '.join(to_stdout)}")
+    for flag, path in (("--db", db_path), ("--parquet", parquet_dir)):
+        if is_dash(path):
+            fail(f"{flag} -: a database can not be written to stdout")
+    return Outputs(files, db_path, parquet_dir, to_stdout[0] if to_stdout else None)
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """What the terminal shows besides the document stdout may carry."""
+
+    explain_formats: bool
+    github: bool
+    quiet: bool
+    statistics: bool
+    color: str
+
+
 @dataclass(frozen=True)
 class Judged:
     """A scan's result and the gate's verdict on it."""
 
-    result: Scan
+    result: ScanResult
     verdict: gate.Verdict
     # Fingerprints of the findings the --baseline does not hold; None without one (or when
     # writing one: that is not a gate run).
     new: set[str] | None
+
+
+def _scanner(workers: int | None, ray_address: str | None, shard_dir: str | None) -> Callable:
+    """pipeline.scan, or with --workers, --ray or --shard-dir the same scan spread over shards
+    (distributed.scan, which runs the same stages)."""
+    from functools import partial
+
+    if not (workers or ray_address or shard_dir):
+        from forensics.pipeline import scan
+
+        return scan
+    from forensics import distributed
+
+    if ray_address:
+        try:
+            runner = distributed.ray_runner(None if ray_address == "local" else ray_address)
+        except ImportError:
+            fail("--ray needs Ray: pip install 'forensics[ray]'")
+    else:
+        runner = distributed.processes(workers or 1)
+    shards = workers or (4 if ray_address else 1)
+    return partial(distributed.scan, runner=runner, shards=shards, shard_dir=shard_dir)
 
 
 @click.command("scan")
@@ -259,31 +326,17 @@ class Judged:
     "a directory or an s3:// / gs:// URL; default: a temporary directory.",
 )
 @_terminal_options
+@gathered(outputs=_outputs, terminal=Terminal, scan_with=_scanner)
 def command(
     paths: tuple[str, ...],
-    output: Path,
-    no_report: bool,
-    json_path: Path | None,
-    sarif_path: Path | None,
-    junit_path: Path | None,
-    md_path: Path | None,
-    github: bool,
-    db_path: Path | None,
-    parquet_dir: Path | None,
+    outputs: Outputs,
+    terminal: Terminal,
+    scan_with: Callable[..., Scan],
     rules_dirs: tuple[Path, ...],
     baseline_path: Path | None,
-    write_baseline: Path | None,
     exit_zero: bool,
-    explain_formats: bool,
-    workers: int | None,
-    ray_address: str | None,
-    shard_dir: str | None,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
-    output_format: str,
-    quiet: bool,
-    statistics: bool,
-    color: str,
 ) -> None:
     """Scan logs and result files; print the diagnosis, write the report and outputs.
 
@@ -297,84 +350,35 @@ def command(
     --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
     is written, whatever was found. Flags win over [tool.forensics] settings.
     """
-    outputs = _outputs(
-        {
-            "html": None if no_report else output,
-            "json": json_path,
-            "sarif": sarif_path,
-            "junit": junit_path,
-            "md": md_path,
-            "baseline": write_baseline,
-        },
-        db_path,
-        parquet_dir,
-        output_format,
-    )
+    writing_baseline = outputs.files["baseline"] is not None  # not a gate run: exit 0
     if paths.count("-") > 1:
         fail("scan -: standard input can be read once")
     if "-" in paths and sys.stdin.isatty():
         fail("scan -: standard input is a terminal; pipe an artifact in (forensics scan - < FILE)")
     with contextlib.ExitStack() as stack:
-        if progress.wanted(sys.stderr, quiet):
+        if progress.wanted(sys.stderr, terminal.quiet):
             stack.enter_context(progress.shown(sys.stderr, shutil.get_terminal_size().columns))
         judged = _judged(
             paths,
             stack,
-            _scanner(workers, ray_address, shard_dir),
+            scan_with,
             rules_dirs=rules_dirs,
             select=select,
             ignore=ignore,
             baseline_path=baseline_path,
-            writing_baseline=write_baseline is not None,
+            writing_baseline=writing_baseline,
             exit_zero=exit_zero,
             exclude=outputs.written(),
         )
         progress.stage("writing outputs")
-        report = _report(judged, page=not no_report, baseline_run=bool(write_baseline))
+        report = _report(judged, page=outputs.files["html"] is not None, gated=not writing_baseline)
         document = _write_outputs(outputs, report, judged)
     # stdout carries one document when one was asked for there; people read stderr then.
     err = document is not None
     if document is not None:
         click.echo(document, nl=False)
-    _print(report, judged, outputs, err, explain_formats, github, quiet, statistics, color)
-    sys.exit(0 if write_baseline else judged.verdict.exit_code)
-
-
-def _outputs(
-    files: dict[str, Path | None], db: Path | None, parquet: Path | None, output_format: str
-) -> Outputs:
-    """The outputs asked for; a usage error when two want stdout or a store wants it."""
-    to_stdout = [kind for kind, path in files.items() if is_dash(path)]
-    if output_format != "text":
-        to_stdout.append(output_format)
-    if len(to_stdout) > 1:
-        fail(f"only one output can go to stdout, not {' and '.join(to_stdout)}")
-    for flag, path in (("--db", db), ("--parquet", parquet)):
-        if is_dash(path):
-            fail(f"{flag} -: a database can not be written to stdout")
-    return Outputs(files, db, parquet, to_stdout[0] if to_stdout else None)
-
-
-def _scanner(workers: int | None, ray_address: str | None, shard_dir: str | None) -> Callable:
-    """pipeline.scan, or with --workers, --ray or --shard-dir the same scan spread over shards
-    (distributed.scan, which runs the same stages)."""
-    from functools import partial
-
-    if not (workers or ray_address or shard_dir):
-        from forensics.pipeline import scan
-
-        return scan
-    from forensics import distributed
-
-    if ray_address:
-        try:
-            runner = distributed.ray_runner(None if ray_address == "local" else ray_address)
-        except ImportError:
-            fail("--ray needs Ray: pip install 'forensics[ray]'")
-    else:
-        runner = distributed.processes(workers or 1)
-    shards = workers or (4 if ray_address else 1)
-    return partial(distributed.scan, runner=runner, shards=shards, shard_dir=shard_dir)
+    _print(report, judged, outputs, terminal, err)
+    sys.exit(0 if writing_baseline else judged.verdict.exit_code)
 
 
 def _judged(
@@ -404,7 +408,9 @@ def _judged(
     try:
         chosen = _chosen_rules(settings(), rules_dirs, select, ignore)
         baseline = gate.load_baseline(baseline_path) if baseline_path else None
-        result = scanner(names, rules_dirs=list(rules_dirs), settings=chosen, exclude=exclude)
+        result: ScanResult = scanner(
+            names, rules_dirs=list(rules_dirs), settings=chosen, exclude=exclude
+        )
         if spool is not None:
             result = stdin.relabel(result, spool)
         policy = gate.Policy(
@@ -432,7 +438,7 @@ def _judged(
 
 
 def _chosen_rules(
-    settings: config.Settings,
+    base: config.Settings,
     rules_dirs: tuple[Path, ...],
     select: tuple[str, ...],
     ignore: tuple[str, ...],
@@ -442,7 +448,7 @@ def _chosen_rules(
     from forensics.check import engine
 
     if not select and not ignore:
-        return settings
+        return base
     known = [r.id for r in engine.load_rules(list(rules_dirs))]
 
     def named(specs: tuple[str, ...], flag: str) -> set[str]:
@@ -457,15 +463,15 @@ def _chosen_rules(
         return ids
 
     chosen = named(select, "--select") if select else set(known)
-    off = set(settings.disable) | (set(known) - chosen) | named(ignore, "--ignore")
-    return replace(settings, disable=tuple(sorted(off)))
+    off = set(base.disable) | (set(known) - chosen) | named(ignore, "--ignore")
+    return replace(base, disable=tuple(sorted(off)))
 
 
-def _report(judged: Judged, *, page: bool, baseline_run: bool) -> Report:
+def _report(judged: Judged, *, page: bool, gated: bool) -> Report:
     from forensics.report import model
 
     report = model.build(judged.result, page=page)
-    if not baseline_run:  # writing a baseline is not a gate run: no verdict to record
+    if gated:  # writing a baseline is not a gate run: no verdict to record
         report["gate"] = judged.verdict.to_dict()
     return report
 
@@ -508,31 +514,21 @@ def _write_outputs(outputs: Outputs, report: Report, judged: Judged) -> str | No
     return document
 
 
-def _print(
-    report: Report,
-    judged: Judged,
-    outputs: Outputs,
-    err: bool,
-    explain_formats: bool,
-    github: bool,
-    quiet: bool,
-    statistics: bool,
-    color: str,
-) -> None:
+def _print(report: Report, judged: Judged, outputs: Outputs, terminal: Terminal, err: bool) -> None:
     """The terminal's part: format notes, annotations, the summary and the gate's lines."""
     from forensics.report.render import github as github_out
     from forensics.report.render import text
 
-    look = style(sys.stderr if err else sys.stdout, color)
-    if explain_formats:  # file names and notes escaped, no line a workflow command
+    look = style(sys.stderr if err else sys.stdout, terminal.color)
+    if terminal.explain_formats:  # file names and notes escaped, no line a workflow command
         click.echo(text.explain_formats(report), nl=False, err=err)
-    if github and outputs.stdout != "github":
+    if terminal.github and outputs.stdout != "github":
         click.echo(github_out.render(report, Path.cwd(), judged.new), nl=False)
-    if quiet:
+    if terminal.quiet:
         return
     html = outputs.files["html"]
     report_file = html / "report.html" if html is not None and not is_dash(html) else None
-    summary = text.statistics(report, look) if statistics else None
+    summary = text.statistics(report, look) if terminal.statistics else None
     summary = summary or text.render(report, str(report_file) if report_file else None, look)
     click.echo(summary, nl=False, err=err, color=look.color)
     baseline = outputs.files["baseline"]

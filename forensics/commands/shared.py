@@ -3,12 +3,14 @@ the settings: `[tool.forensics]` with the command line's flags over it."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
 
 import click
 from click.core import ParameterSource
@@ -80,6 +82,25 @@ def load_rules(rules_dirs: tuple[Path, ...]) -> list[engine.Rule]:
         return engine.load_rules(list(rules_dirs))
     except engine.RuleError as exc:
         fail(f"rule pack: {exc}")
+
+
+def gathered(**builders: Callable[..., Any]) -> Callable[[F], F]:
+    """Options that go together reach the command as one value: for each `name=build`, the
+    command gets `name` = build(the parameters named like build's arguments) instead of them.
+    A build runs before the command's body (a usage error it finds comes first)."""
+
+    def decorate(f: F) -> F:
+        takes = {name: list(inspect.signature(b).parameters) for name, b in builders.items()}
+
+        @functools.wraps(f)
+        def command(**params: Any) -> Any:
+            for name, build in builders.items():
+                params[name] = build(**{p: params.pop(p) for p in takes[name]})
+            return f(**params)
+
+        return cast(F, command)
+
+    return decorate
 
 
 # --- settings -----------------------------------------------------------------------------------
