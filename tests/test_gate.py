@@ -302,6 +302,35 @@ def test_bad_config_is_a_usage_error_naming_the_file(tmp_path, monkeypatch, conf
     assert str(tmp_path / "forensics.toml") in res.output
 
 
+def test_flags_win_over_the_file_and_max_rate_merges_entry_by_entry():
+    from pathlib import Path
+
+    from forensics import config
+
+    written = {"fail-on": "high", "max-rate": {"a": "10%", "b": 0.5}, "max-document-mb": 3}
+    flags = {"fail_on": "low", "max_rate": {"b": 0.9, "c": 0.1}, "fuse": False}
+    s = config.parse(written, Path("/p/forensics.toml"), flags)
+    assert (s.fail_on, s.max_rate, s.fuse) == ("low", {"a": 0.1, "b": 0.9, "c": 0.1}, False)
+    assert s.limits.max_document_bytes == 3 * 1024 * 1024  # the file's, no flag given
+    # nothing given anywhere: the defaults, as Settings() has them
+    defaults = config.parse({})
+    assert defaults == config.Settings(base=defaults.base)
+
+
+def test_max_rate_flags_merge_over_the_config_file(tmp_path):
+    cfg = tmp_path / "ci.toml"
+    cfg.write_text('fail-on = "critical"\nmax-rate = { reasoning-leak = 1.0, think-loop = 0.1 }\n')
+    out = str(tmp_path / "r.json")
+    args = ("scan", "--no-report", OUTPUT2, "--config", str(cfg), "--json", out)
+    res = run(*args, "--max-rate", "think-loop=1.0", "--max-rate", "unclosed-think=100%")
+    assert res.exit_code == 0, res.output
+    gate = json.loads((tmp_path / "r.json").read_text())["gate"]
+    rates = {r["rule"]: r["max_rate"] for r in gate["rates"]}
+    assert rates == {"reasoning-leak": 1.0, "think-loop": 1.0, "unclosed-think": 1.0}
+    assert gate["fail_on"] == "critical"
+    assert run(*args).exit_code == 1  # the file's think-loop rate alone: 3 of 4 is above 0.1
+
+
 def test_explicit_config_file(tmp_path):
     cfg = tmp_path / "ci.toml"
     cfg.write_text('fail-on = "critical"\n' + disable_line())
