@@ -406,9 +406,7 @@ def _read(out: str, table: str) -> pa.Table | None:
 def _frame(table: pa.Table | None, like: pl.DataFrame) -> pl.DataFrame:
     if table is None:
         return like.clear()
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    return frame.select(like.columns).cast(like.schema)  # type: ignore[arg-type]
+    return pipeline.frame(table).select(like.columns).cast(like.schema)
 
 
 def _merge(done: list[ShardDone], out: str, front: ingest.Ingested) -> pipeline.Checked:
@@ -444,6 +442,4 @@ def _shapes() -> dict[str, pl.DataFrame]:
 
 
 def _empty(table_schema: pa.Schema) -> pl.DataFrame:
-    frame = pl.from_arrow(pa.Table.from_pylist([], schema=table_schema))
-    assert isinstance(frame, pl.DataFrame)
-    return frame
+    return pipeline.frame(pa.Table.from_pylist([], schema=table_schema))

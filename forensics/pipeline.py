@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import duckdb
 import polars as pl
@@ -186,22 +187,27 @@ def check(data: ingest.Ingested, rules: list[engine.Rule]) -> Checked:
     """Enrich the turns and run the rules. Pass the read as a temporary (check(read(...))):
     its Arrow turns are freed before enrichment grows the frame that holds their copy."""
     progress.stage("checking rules")
-    raw_turns = pl.from_arrow(data.turns)
-    trajectories = pl.from_arrow(data.trajectories)
-    rejects = pl.from_arrow(data.rejects)
+    raw_turns = frame(data.turns)
+    trajectories = frame(data.trajectories)
+    rejects = frame(data.rejects)
     files, skipped = data.files, data.skipped
     del data
-    turns = enrich.enrich(raw_turns)  # type: ignore[arg-type]
-    checked = engine.check(turns, trajectories, rules)  # type: ignore[arg-type]
+    turns = enrich.enrich(raw_turns)
+    checked = engine.check(turns, trajectories, rules)
     return Checked(
         turns=turns,
-        trajectories=trajectories,  # type: ignore[arg-type]
+        trajectories=trajectories,
         findings=checked.findings,
-        rejects=rejects,  # type: ignore[arg-type]
+        rejects=rejects,
         files=files,
         skipped=skipped,
         not_checked=checked.not_checked,
     )
+
+
+def frame(table: pa.Table) -> pl.DataFrame:
+    """An Arrow table as a polars frame (from_arrow gives a Series only for an Array)."""
+    return cast(pl.DataFrame, pl.from_arrow(table))
 
 
 def diagnose(checked: Checked, rules: list[engine.Rule]) -> Scan:

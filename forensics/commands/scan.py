@@ -15,6 +15,7 @@ import click
 
 from forensics import progress
 from forensics.commands.shared import (
+    F,
     config_options,
     fail,
     gathered,
@@ -44,7 +45,7 @@ def _rates(value: tuple[str, ...]) -> dict[str, float]:
     return gate.parse_max_rates(value)
 
 
-def _terminal_options(f: Callable) -> Callable:
+def _terminal_options(f: F) -> F:
     """What the terminal shows, and which rules run: the flags ruff users reach for."""
     for option in reversed(
         [
@@ -160,7 +161,9 @@ class Judged:
     new: set[str] | None
 
 
-def _scanner(workers: int | None, ray_address: str | None, shard_dir: str | None) -> Callable:
+def _scanner(
+    workers: int | None, ray_address: str | None, shard_dir: str | None
+) -> Callable[..., Scan]:
     """pipeline.scan, or with --workers, --ray or --shard-dir the same scan spread over shards
     (distributed.scan, which runs the same stages)."""
     from functools import partial

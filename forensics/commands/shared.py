@@ -119,7 +119,9 @@ def settings() -> config.Settings:
     return config.parse({}, None, flags) if no_config else config.load(path, flags=flags)
 
 
-def setting(*decls: str, parse: Callable[[Any], Any] | None = None, **attrs: Any) -> Callable:
+def setting(
+    *decls: str, parse: Callable[[Any], Any] | None = None, **attrs: Any
+) -> Callable[[F], F]:
     """An option for the `[tool.forensics]` key of its parameter's name (a config.Table field):
     given on the command line it wins over the file's (see settings()). parse: its value as
     the key's (ValueError: a usage error)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -145,7 +145,7 @@ def _finite(value: Any, path: str, notes: list[str]) -> Any:
     return value
 
 
-def render(model: dict[str, Any]) -> str:
+def render(model: Mapping[str, Any]) -> str:
     """The model as strict, deterministic JSON text (ordinary models: exactly json.dumps)."""
     data = {k: v for k, v in model.items() if k != "page"}
     try:
