@@ -1,6 +1,6 @@
 """Deep fuzz run of the three promises: never abort, never lose a record silently, never leak.
 
-The same seeds and mutations as tests/test_robustness.py (tests/hostile.py), with secrets
+The same seeds and mutations as tests/robustness/test_robustness.py (tests/hostile.py), with secrets
 planted in every string of every seed first, for as many inputs as you give it. Every input is
 scanned through the command line into every output; the run counts what broke instead of
 stopping at the first failure, and prints the figures the README's reliability section quotes.
@@ -24,11 +24,13 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests" / "robustness"))
 
 import forensics
 
+from conftest import run_cli
 from hostile import SECRETS, SEEDS, mutation, planted
-from test_robustness import run_cli, unaccounted
+from test_robustness import unaccounted
 
 
 def _intact_secrets(data: bytes) -> list[tuple[str, str]]:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,24 @@ DATA = Path(__file__).resolve().parent / "data"
 SHARED_REALDATA = ROOT.parent / "shared" / "realdata"
 
 
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """The installed entry point in-process: exit code, stdout, stderr."""
+    from forensics.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = sys.argv
+    sys.argv = ["forensics", *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                return int(exc.code or 0), out.getvalue(), err.getvalue()
+    finally:
+        sys.argv = argv
+    raise AssertionError("main() returned without an exit code")
+
+
 @pytest.fixture(scope="session")
 def output2_scan():
     import forensics
@@ -23,8 +44,8 @@ def output2_scan():
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    # tests/test_rule_fixtures.py: rewrite tests/rule_fixtures/*.snap.json from the findings
-    # instead of failing on a difference (a deliberate message change; review the diff).
+    # tests/check/test_rule_fixtures.py: rewrite tests/rule_fixtures/*.snap.json from the
+    # findings instead of failing on a difference (a deliberate message change; review the diff).
     parser.addoption(
         "--update-snapshots",
         action="store_true",

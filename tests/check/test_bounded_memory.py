@@ -13,7 +13,7 @@ from forensics.check import enrich
 from forensics.ingest import records
 from forensics.redact import redact_table
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 
 
 @pytest.fixture(scope="module")

@@ -58,8 +58,8 @@ from forensics.check import engine, params
 from forensics.check.enrich import enrich
 from forensics.ingest.records import normalise_finish_reason
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "rule_fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parents[1] / "rule_fixtures"
 SNAPSHOT_SUFFIX = ".snap.json"
 ACTORS = {"assistant": "agent", "user": "user_sim", "tool": "env", "system": "system"}
 HELPER_COLUMNS = {

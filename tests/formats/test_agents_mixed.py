@@ -7,7 +7,7 @@ from pathlib import Path
 
 import forensics
 
-AGENTS = Path(__file__).parent / "data" / "agents"
+AGENTS = Path(__file__).parent.parent / "data" / "agents"
 
 
 def test_a_directory_mixing_every_agent_format_scans_without_rejects():

@@ -15,8 +15,7 @@ from forensics.ingest import detect
 from forensics.ingest.formats import cassette
 from forensics.ingest.parse import files
 
-from conftest import DATA, SHARED_REALDATA
-from test_robustness import run_cli
+from conftest import DATA, SHARED_REALDATA, run_cli
 
 REAL = DATA / "cassettes" / "real"
 SYNTHETIC = DATA / "cassettes" / "synthetic"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import forensics
 
-JOB = Path(__file__).parent / "data" / "agents" / "harbor" / "2026-01-05__12-00-00"
+JOB = Path(__file__).parent.parent / "data" / "agents" / "harbor" / "2026-01-05__12-00-00"
 TERMINUS = JOB / "hello-world__Xy7Lm2Q"
 OPENHANDS = JOB / "hello-world__Ab3Cd4E"
 TIMEOUT = JOB / "fix-git__Tq9Rs1U"

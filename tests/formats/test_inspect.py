@@ -15,7 +15,7 @@ import forensics
 from forensics.ingest import detect, ingest
 from forensics.ingest.parse import files
 
-DATA = Path(__file__).parent / "data" / "agents" / "inspect"
+DATA = Path(__file__).parent.parent / "data" / "agents" / "inspect"
 
 
 def _rows(frame, *cols):

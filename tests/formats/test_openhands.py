@@ -8,7 +8,7 @@ from pathlib import Path
 
 import forensics
 
-DATA = Path(__file__).parent / "data" / "agents" / "openhands"
+DATA = Path(__file__).parent.parent / "data" / "agents" / "openhands"
 CONVERSATION = DATA / "v1" / "11111111222233334444555555555555"
 LEGACY = DATA / "legacy"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import forensics
 
-DATA = Path(__file__).parent / "data" / "agents"
+DATA = Path(__file__).parent.parent / "data" / "agents"
 TRAJ = DATA / "swe_agent" / "6e44b9__sweagenttestrepo-1c2844.traj"
 V07 = DATA / "swe_agent" / "networking_1.traj"
 MINI = DATA / "mini_swe_agent" / "swe-agent__test-repo-1" / "swe-agent__test-repo-1.traj.json"

@@ -23,7 +23,7 @@ from forensics.diagnosis.result import runs_frame
 
 from hostile import mutation
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 LOG = SAMPLES / "output2.txt"
 CAPTURE = SAMPLES / "vllm_capture_frustrated.jsonl"
 # Agent turns of run 2 in output2.txt: tasks 12, 27 and 48 (sample_logs/README.md).
@@ -157,7 +157,7 @@ def test_identical_trials_pair_one_to_one_and_different_episodes_stay_apart(tmp_
 
 
 def test_a_capture_of_another_run_is_not_fused(tmp_path):
-    capture = Path(__file__).parent / "data" / "capture" / "vllm_agent_loop.jsonl"
+    capture = Path(__file__).parent.parent / "data" / "capture" / "vllm_agent_loop.jsonl"
     result = forensics.scan([str(LOG), str(capture)])
     alone = forensics.scan([str(capture)])
     assert result.trajectories.height == 4 + alone.trajectories.height

@@ -14,8 +14,7 @@ import forensics
 from forensics.config import Settings
 from forensics.ingest.parse import files
 
-from conftest import DATA, SAMPLES
-from test_robustness import run_cli
+from conftest import DATA, SAMPLES, run_cli
 
 CONTROL = SAMPLES / "tau_bench_results_control.json"
 OUTPUT2 = SAMPLES / "output2.txt"

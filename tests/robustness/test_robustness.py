@@ -8,10 +8,7 @@ properties for as long as you like.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import sys
 from pathlib import Path
 
 import duckdb
@@ -21,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import forensics
-from forensics.cli import main
 from forensics.ingest.parse import files
 
+from conftest import run_cli
 from hostile import (
     ARRAY_FORMATS,
     CASSETTE_FORMATS,
@@ -46,22 +43,6 @@ PROPERTY = settings(
         HealthCheck.function_scoped_fixture,
     ],
 )
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    """The installed entry point in-process: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    argv = sys.argv
-    sys.argv = ["forensics", *args]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                main()
-            except SystemExit as exc:
-                return int(exc.code or 0), out.getvalue(), err.getvalue()
-    finally:
-        sys.argv = argv
-    raise AssertionError("main() returned without an exit code")
 
 
 def unaccounted(path: Path, fmt: str, result: forensics.ScanResult) -> list[str]:
