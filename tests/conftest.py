@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -14,8 +15,26 @@ collect_ignore_glob = ["data/*"]
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
 DATA = Path(__file__).resolve().parent / "data"
-# The shared real-data folder sits next to the checkout on developer machines and in CI.
-SHARED_REALDATA = ROOT.parent / "shared" / "realdata"
+# The small real files the tests need are copied under data/ (the README of each folder gives
+# their source repository, commit, path and licence). The whole real-data corpus the subsets
+# were cut from (about 7 MB) is optional: the tests that read it run when FORENSICS_REALDATA
+# names its folder (tau_bench/, tau2/, api/) and skip, saying so, when it does not.
+REALDATA = Path(os.environ["FORENSICS_REALDATA"]) if os.environ.get("FORENSICS_REALDATA") else None
+NO_REALDATA = (
+    "optional corpus: set FORENSICS_REALDATA to the real-data folder (tau_bench/, tau2/, api/) "
+    "to run this test on the whole files"
+)
+
+
+def realdata(*parts: str) -> Path:
+    """A path in the optional real-data corpus; the test skips when the corpus (or this part of
+    it) is not there."""
+    if REALDATA is None:
+        pytest.skip(NO_REALDATA)
+    path = REALDATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"optional corpus: {path} is not there")
+    return path
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:

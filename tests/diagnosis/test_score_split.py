@@ -14,7 +14,7 @@ from forensics.check import engine
 from forensics.cli import cli
 from forensics.diagnosis import causes, diagnose
 
-from conftest import SAMPLES, SHARED_REALDATA
+from conftest import SAMPLES, realdata
 
 
 def _groups(split: diagnose.ScoreSplit) -> dict[str, tuple[int, float]]:
@@ -110,9 +110,8 @@ def test_split_in_json_markdown_terminal_and_html(tmp_path):
     assert '<tr class="split-infra"><td>plumbing</td><td class="r">3</td>' in page
 
 
-@pytest.mark.skipif(not SHARED_REALDATA.is_dir(), reason="shared/realdata is not here")
 def test_real_tau2_runs_split():
-    split = forensics.scan([str(SHARED_REALDATA / "tau2")]).diagnosis.score
+    split = forensics.scan([str(realdata("tau2"))]).diagnosis.score
     assert (split.scored, split.penalised, split.reward_lost) == (104, 46, 46.0)
     # qwen2.5's too_many_errors episode (run-exit-model) and its two other action loops are
     # the model's
@@ -121,9 +120,8 @@ def test_real_tau2_runs_split():
     assert (split.mean_reward, split.mean_reward_without_infra) == (0.5577, 0.5816)
 
 
-@pytest.mark.skipif(not SHARED_REALDATA.is_dir(), reason="shared/realdata is not here")
 def test_healthy_real_tau_bench_runs_have_no_fault_but_their_failures():
-    result = forensics.scan([str(SHARED_REALDATA / "tau_bench")])
+    result = forensics.scan([str(realdata("tau_bench"))])
     split = result.diagnosis.score
     assert _groups(split) == {"unexplained": (44, 44.0)}
     assert split.plumbing_share == 0.0

@@ -8,11 +8,11 @@ import pytest
 
 import forensics
 
-from conftest import DATA, SHARED_REALDATA
+from conftest import DATA
 
 REAL = DATA / "capture" / "real"
 SUBSET = REAL / "extracted_interactions.subset.jsonl"
-SHARED = SHARED_REALDATA / "api" / "extracted_interactions.jsonl"
+WHOLE = DATA / "pydantic_ai" / "extracted_interactions.jsonl"
 RULES = {"unclosed-think", "max-tokens", "stop-no-tool-calls", "think-loop", "reasoning-leak"}
 
 
@@ -143,9 +143,8 @@ def test_real_litellm_logs():
     assert [f.format for f in spend.files] == ["litellm_log"]
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="shared/realdata is not next to this checkout")
-def test_the_whole_shared_capture():
-    result = forensics.scan([str(SHARED)])
+def test_the_whole_real_capture():
+    result = forensics.scan([str(WHOLE)])
     assert found(result) == {
         ("max-tokens", 7),
         ("max-tokens", 8),

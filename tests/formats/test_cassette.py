@@ -15,11 +15,11 @@ from forensics.ingest import detect
 from forensics.ingest.formats import cassette
 from forensics.ingest.parse import files
 
-from conftest import DATA, SHARED_REALDATA, run_cli
+from conftest import DATA, run_cli
 
 REAL = DATA / "cassettes" / "real"
 SYNTHETIC = DATA / "cassettes" / "synthetic"
-SHARED_API = SHARED_REALDATA / "api"
+PYDANTIC_AI = DATA / "pydantic_ai"
 
 
 def found(result) -> set[tuple[str, str, int]]:
@@ -127,14 +127,14 @@ def test_real_ollama_generate(real):
     )
 
 
-def test_shared_real_cassettes_match_the_extracted_interactions():
+def test_real_pydantic_ai_cassettes_match_the_extracted_interactions():
     """The pydantic-ai cassettes read directly give what their extracted JSONL gives."""
     ARMOR = "test_google_model_armor"
     EMPTY = "gemini/test_google_model_max_tokens_thinking_model_empty_response.yaml"
-    result = forensics.scan([str(p) for p in sorted(SHARED_API.glob("*/*.yaml"))])
+    result = forensics.scan([str(p) for p in sorted(PYDANTIC_AI.glob("*/*.yaml"))])
     rows = result.findings
     got = {
-        (rule, str(Path(p).relative_to(SHARED_API)), line)
+        (rule, str(Path(p).relative_to(PYDANTIC_AI)), line)
         for rule, p, line in zip(
             rows["rule"], rows["source_path"], rows["source_line"], strict=True
         )
@@ -156,7 +156,7 @@ def test_shared_real_cassettes_match_the_extracted_interactions():
         ("http-error", "openai_compat/test_tool_use_failed_error.yaml", 2),
         ("malformed-tool-call", "openai_compat/test_tool_use_failed_error.yaml", 2),
     }  # fmt: skip
-    extracted = forensics.scan([str(SHARED_API / "extracted_interactions.jsonl")])
+    extracted = forensics.scan([str(PYDANTIC_AI / "extracted_interactions.jsonl")])
     assert result.findings.height == extracted.findings.height == 15
     # The Vertex OAuth token exchange is the one interaction that is not an LLM call.
     assert result.rejects.select("source_line", "reason").rows() == [

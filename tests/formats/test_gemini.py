@@ -12,10 +12,10 @@ from forensics.ingest import detect
 from forensics.ingest.api import gemini
 from forensics.ingest.records import normalise_finish_reason
 
-from conftest import DATA, SHARED_REALDATA
+from conftest import DATA
 
 GEMINI = DATA / "gemini"
-SHARED_SDK = SHARED_REALDATA / "api" / "gemini" / "derived_google_genai_sdk_dumps.jsonl"
+SDK_DUMPS = DATA / "pydantic_ai" / "gemini" / "derived_google_genai_sdk_dumps.jsonl"
 
 
 def scan(name: str) -> forensics.ScanResult:
@@ -324,10 +324,9 @@ def test_same_input_same_rows():
     assert first.rejects.to_dicts() == second.rejects.to_dicts()
 
 
-@pytest.mark.skipif(not SHARED_SDK.is_file(), reason="shared/realdata is not next to this checkout")
-def test_shared_sdk_dumps_max_tokens(tmp_path):
+def test_real_sdk_dumps_max_tokens(tmp_path):
     path = tmp_path / "dumps.jsonl"
-    with open(SHARED_SDK) as src, open(path, "w") as out:
+    with open(SDK_DUMPS) as src, open(path, "w") as out:
         for line in src:
             out.write(json.dumps(json.loads(line)["to_json_dict"]) + "\n")
     result = forensics.scan([str(path)])

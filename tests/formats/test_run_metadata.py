@@ -13,7 +13,7 @@ from forensics.cli import cli
 from forensics.ingest import detect
 from forensics.ingest.formats import sidecars
 
-from conftest import DATA, SAMPLES, SHARED_REALDATA
+from conftest import DATA, SAMPLES
 
 TAU2 = DATA / "tau2"
 
@@ -135,12 +135,9 @@ def test_what_is_not_a_sidecar(text):
     assert sidecars.sniff(text) is None
 
 
-@pytest.mark.skipif(
-    not (SHARED_REALDATA / "api" / "litellm").is_dir(), reason="shared/realdata not present"
-)
 @pytest.mark.parametrize("name", ["spend_logs_payload.json", "standard_logging_payload.json"])
 def test_litellm_payloads_with_a_status_field_are_not_sidecars(name):
-    head = (SHARED_REALDATA / "api" / "litellm" / name).read_bytes()[:65536]
+    head = (DATA / "capture" / "real" / name).read_bytes()[:65536]
     assert sidecars.sniff(head.decode()) is None
     fmt, _why = detect(head)
     assert fmt is None or fmt.name != "run_metadata"

@@ -12,10 +12,9 @@ import forensics
 from forensics.cli import cli
 from forensics.ingest import detect
 
-from conftest import DATA, SHARED_REALDATA
+from conftest import DATA, realdata
 
 TAU2 = DATA / "tau2"
-SHARED_TAU2 = SHARED_REALDATA / "tau2"
 QWEN = TAU2 / "qwen2.5-7b_airline_llm_agent_gpt-4.1-user.subset6.json"
 TELECOM = TAU2 / "telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.subset2.json"
 HEALTHY_COPIES = [
@@ -24,22 +23,20 @@ HEALTHY_COPIES = [
     TAU2 / "gpt-4.1_telecom_no-user_solo.subset2.json",
     TAU2 / "leaderboard-trimmed_toolorchestra_airline.subset2.json",
 ]
-HEALTHY_SHARED = [
-    SHARED_TAU2 / "2025-08-10T02:44:06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json",
-    SHARED_TAU2 / "gpt-4.1_airline_default_gpt-4.1_1trials.json",
-    SHARED_TAU2 / "gpt-4.1-2025-04-14_telecom_no-user_gpt-4.1-2025-04-14_4trials_5tasks.json",
-    SHARED_TAU2 / "leaderboard-trimmed_toolorchestra_airline.first20.json",
+# The whole files the copies above were cut from, in the optional real-data corpus.
+HEALTHY_WHOLE = [
+    "2025-08-10T02:44:06.496849_telecom_llm_agent_gpt-4o_user_simulator_gpt-4o.json",
+    "gpt-4.1_airline_default_gpt-4.1_1trials.json",
+    "gpt-4.1-2025-04-14_telecom_no-user_gpt-4.1-2025-04-14_4trials_5tasks.json",
+    "leaderboard-trimmed_toolorchestra_airline.first20.json",
 ]
-# What the healthy shared files really carry: in gpt-4.1 airline task 26 (reward 0) the user
+# What the healthy whole files really carry: in gpt-4.1 airline task 26 (reward 0) the user
 # simulator answers the agent's offer of a transfer with "Yes, please transfer me … ###TRANSFER###"
 # before any transfer call (failure catalogue §3.10 #53).
 REAL_FINDINGS = {
     "gpt-4.1_airline_default_gpt-4.1_1trials.json": {("user-sim-early-stop", "26", 18)},
 }
-SHARED_QWEN = SHARED_TAU2 / "qwen2.5-7b_airline_llm_agent_gpt-4.1-user.subset.json"
-needs_shared = pytest.mark.skipif(
-    not SHARED_TAU2.is_dir(), reason="shared/realdata is not next to this checkout"
-)
+WHOLE_QWEN = "qwen2.5-7b_airline_llm_agent_gpt-4.1-user.subset.json"
 
 
 def run(*args: str):
@@ -184,9 +181,9 @@ def test_healthy_copies_parse_completely_without_findings(path):
     assert result.findings.is_empty(), result.findings.select("rule", "trajectory_id", "message")
 
 
-@needs_shared
-@pytest.mark.parametrize("path", HEALTHY_SHARED, ids=lambda p: p.name)
-def test_healthy_shared_files_have_no_finding_of_any_rule(path):
+@pytest.mark.parametrize("name", HEALTHY_WHOLE)
+def test_healthy_whole_files_have_no_finding_of_any_rule(name):
+    path = realdata("tau2", name)
     doc = json.loads(path.read_text())
     result = forensics.scan([str(path)])
     assert result.rejects.is_empty()
@@ -196,15 +193,15 @@ def test_healthy_shared_files_have_no_finding_of_any_rule(path):
     assert found == REAL_FINDINGS.get(path.name, set()), result.findings.select("rule", "message")
 
 
-@needs_shared
-def test_shared_qwen_file_has_exactly_the_nine_empty_stops():
-    result = forensics.scan([str(SHARED_QWEN)])
+def test_whole_qwen_file_has_exactly_the_nine_empty_stops():
+    qwen = realdata("tau2", WHOLE_QWEN)
+    result = forensics.scan([str(qwen)])
     assert result.rejects.is_empty()
     assert result.trajectories.height == 24
     stops = result.findings.filter(pl.col("rule") == "stop-no-tool-calls")
     got = sorted(zip(stops["task_id"], stops["turn_index"], strict=True))
     assert len(got) == 9
-    assert got == empty_stops(SHARED_QWEN)
+    assert got == empty_stops(qwen)
     assert stops["trajectory_id"].n_unique() == 9
 
 
@@ -311,13 +308,12 @@ def test_dir_layout_text_run_with_modern_raw_data_and_placeholder(tmp_path):
 
 @pytest.mark.parametrize(
     ("run_dir", "ticks"),
-    [
-        (TAU2 / "dir_voice_run", 20),
-        pytest.param(SHARED_TAU2 / "dir_format_voice_testfixture", 973, marks=needs_shared),
-    ],
-    ids=["copy", "shared"],
+    [(TAU2 / "dir_voice_run", 20), ("dir_format_voice_testfixture", 973)],
+    ids=["copy", "whole"],
 )
 def test_voice_simulation_without_messages_is_a_trajectory_with_a_note(run_dir, ticks):
+    if isinstance(run_dir, str):
+        run_dir = realdata("tau2", run_dir)
     result = forensics.scan([str(run_dir)])
     assert result.rejects.is_empty()
     assert result.turns.is_empty()

@@ -8,10 +8,9 @@ import pytest
 
 import forensics
 
-from conftest import DATA, SHARED_REALDATA
+from conftest import DATA, realdata
 
 COPIES = sorted((DATA / "realdata").glob("*.json"))
-SHARED = sorted((SHARED_REALDATA / "tau_bench").glob("*.json"))
 
 
 @pytest.mark.parametrize("path", COPIES, ids=lambda p: p.name)
@@ -40,9 +39,8 @@ def test_real_max_steps_and_transfer_terminations():
     assert ends["1"] == "user_stop"
 
 
-@pytest.mark.skipif(not SHARED, reason="shared/realdata is not next to this checkout")
-def test_full_shared_tau_bench_files_have_no_findings():
-    result = forensics.scan([str(SHARED_REALDATA / "tau_bench")])
+def test_the_whole_real_tau_bench_files_have_no_findings():
+    result = forensics.scan([str(realdata("tau_bench"))])
     assert result.trajectories.height == 94
     assert result.turns.height == 2974
     assert result.rejects.is_empty()

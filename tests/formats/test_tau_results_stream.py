@@ -12,7 +12,7 @@ from forensics import ingest
 from forensics.ingest.formats import tau_results
 from forensics.ingest.parse import files
 
-from conftest import DATA, SAMPLES, SHARED_REALDATA
+from conftest import DATA, SAMPLES, realdata
 
 SOURCES = [
     SAMPLES / "tau_bench_results_frustrated.json",
@@ -44,11 +44,6 @@ def _variants(tmp_path):
     damaged.write_bytes(gz.read_bytes()[: gz.stat().st_size // 2])
     yield gz
     yield damaged
-    real = SHARED_REALDATA / "tau_bench"
-    if real.is_dir():
-        for path in sorted(real.glob("*.json")):
-            shutil.copy(path, tmp_path / path.name)
-            yield tmp_path / path.name
 
 
 def _tables(path):
@@ -59,6 +54,19 @@ def _tables(path):
 @pytest.mark.parametrize("piece", [1, 7, 4096])
 def test_pieces_read_as_the_whole(piece, tmp_path, monkeypatch):
     for path in _variants(tmp_path):
+        whole = _tables(path)
+        monkeypatch.setattr(files.TextStream, "PIECE", piece)
+        monkeypatch.setattr(tau_results, "_KEEP_CHARS", piece * 3)
+        got = _tables(path)
+        monkeypatch.undo()
+        assert got == whole, path.name
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096])
+def test_whole_real_files_in_pieces_read_as_the_whole(piece, tmp_path, monkeypatch):
+    for real in sorted(realdata("tau_bench").glob("*.json")):
+        path = tmp_path / real.name
+        shutil.copy(real, path)
         whole = _tables(path)
         monkeypatch.setattr(files.TextStream, "PIECE", piece)
         monkeypatch.setattr(tau_results, "_KEEP_CHARS", piece * 3)
