@@ -48,7 +48,8 @@ def test_workers_give_the_one_process_outputs(tmp_path):
     assert summary["files"] > 20 and summary["findings"] > 50
 
 
-@pytest.mark.parametrize("shards", [3, 7, 40])
+# Many more shards than files per run: benchmarks/distributed.py --shards 40 (slow, not here).
+@pytest.mark.parametrize("shards", [3, 7])
 def test_any_cut_of_the_file_list_reads_the_same(shards, tmp_path):
     # sample_logs' log, results files and capture (and fixtures copied from one another) hold
     # the same episodes: shards that split them are read again together, as fusion needs.

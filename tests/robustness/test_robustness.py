@@ -2,8 +2,9 @@
 
 A scan never aborts (no traceback, exit 0 or 1), nothing is lost silently (every line of a line
 format and every element of a results array is parsed or rejected), and no secret reaches an
-output. CI runs a fixed example budget with a fixed seed; benchmarks/fuzz.py runs the same
-properties for as long as you like.
+output. The suite runs a small fixed budget with a fixed seed (three inputs per format, so every
+format is under the properties on every run); the deep run is benchmarks/fuzz.py, the same
+properties for as many inputs as you like.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from hostile import (
 )
 
 PROPERTY = settings(
-    max_examples=12,
+    # Each input is two scans (about 1 s): 3 per format keeps the whole suite in its 5 minutes.
+    max_examples=3,
     derandomize=True,
     deadline=None,
     database=None,
