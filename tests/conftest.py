@@ -4,9 +4,14 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from forensics.pipeline import Scan
 
 # Doctests run over forensics/ (pyproject addopts); the fixture builders under data/ are
 # scripts, not test modules.
@@ -56,10 +61,26 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="session")
-def output2_scan():
+def scan_of() -> Callable[..., Scan]:
+    """`forensics.scan(paths)` once per session for each list of paths: most tests only read a
+    scan of the same few files, and a scan costs a DuckDB query per rule. The result is shared:
+    a test that changes it must scan on its own."""
     import forensics
 
-    return forensics.scan([str(SAMPLES / "output2.txt")])
+    done: dict[tuple[str, ...], Scan] = {}
+
+    def scan(*paths: str | os.PathLike[str]) -> Scan:
+        key = tuple(str(p) for p in paths)
+        if key not in done:
+            done[key] = forensics.scan(list(key))
+        return done[key]
+
+    return scan
+
+
+@pytest.fixture(scope="session")
+def output2_scan(scan_of):
+    return scan_of(SAMPLES / "output2.txt")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
