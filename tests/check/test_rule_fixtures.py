@@ -18,9 +18,10 @@ may be written as JSON objects; they are stored as JSON text.
 
 The rule must fire on exactly the `ruleid` turns of the case (no more, no fewer) and never on an
 `ok` turn. `null` in either list stands for the episode as a whole (a finding with no turn,
-e.g. an episode whose exception left no turns); such a case may have `"turns": []`. All cases
-run together through enrich + engine.check with the full pack, each case its own trajectory,
-so a rule that leaks across trajectories fails here too. "trajectory" sets episode columns of
+e.g. an episode whose exception left no turns); such a case may have `"turns": []`. Each
+rule's cases run together through enrich + engine.check with only that rule enabled (as ruff
+checks a fixture), each case its own trajectory, so a rule that leaks across trajectories fails
+here too. "trajectory" sets episode columns of
 schema.TRAJECTORIES that rules join on (reward, termination reason, labels as a mapping); its
 "source_format" also applies to the turns, for rules that only read one harness's files
 (tau2). A case marked
@@ -310,8 +311,15 @@ def run_cases(cases: list[Case], rules: list[engine.Rule]) -> Findings:
 
 @pytest.fixture(scope="module")
 def findings() -> Findings:
-    """The findings of the full pack over all fixture cases, each case its own trajectory."""
-    return run_cases([c for c in CASES if not problems(c)], list(RULES.values()))
+    """The findings over all fixture cases: each rule's cases with only that rule enabled, each
+    case its own trajectory."""
+    cases = [c for c in CASES if not problems(c)]
+    frames = [
+        run_cases(mine, [rule]).frame
+        for rule_id, rule in RULES.items()
+        if (mine := [c for c in cases if c.rule == rule_id])
+    ]
+    return Findings(pl.concat(frames, how="vertical_relaxed"))
 
 
 def verdict(case: Case, findings: Findings) -> tuple[list[str], str]:
