@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import forensics
@@ -13,6 +14,7 @@ from conftest import DATA
 ATROPOS = DATA / "traces" / "atropos"
 
 
+@functools.cache  # one scan per file for the module: the tests only read it
 def scan(name: str) -> forensics.ScanResult:
     return forensics.scan([str(ATROPOS / name)])
 

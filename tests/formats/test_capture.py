@@ -63,8 +63,8 @@ def output_at(result, line: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def scans():
-    return {name: forensics.scan([str(CAPTURE / name)]) for name in EXPECTED}
+def scans(scan_of):
+    return {name: scan_of(CAPTURE / name) for name in EXPECTED}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

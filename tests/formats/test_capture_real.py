@@ -17,8 +17,8 @@ RULES = {"unclosed-think", "max-tokens", "stop-no-tool-calls", "think-loop", "re
 
 
 @pytest.fixture(scope="module")
-def subset():
-    return forensics.scan([str(SUBSET)])
+def subset(scan_of):
+    return scan_of(SUBSET)
 
 
 def output_at(result, line: int) -> dict:
@@ -143,8 +143,8 @@ def test_real_litellm_logs():
     assert [f.format for f in spend.files] == ["litellm_log"]
 
 
-def test_the_whole_real_capture():
-    result = forensics.scan([str(WHOLE)])
+def test_the_whole_real_capture(scan_of):
+    result = scan_of(WHOLE)
     assert found(result) == {
         ("max-tokens", 7),
         ("max-tokens", 8),

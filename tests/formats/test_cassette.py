@@ -127,7 +127,7 @@ def test_real_ollama_generate(real):
     )
 
 
-def test_real_pydantic_ai_cassettes_match_the_extracted_interactions():
+def test_real_pydantic_ai_cassettes_match_the_extracted_interactions(scan_of):
     """The pydantic-ai cassettes read directly give what their extracted JSONL gives."""
     ARMOR = "test_google_model_armor"
     EMPTY = "gemini/test_google_model_max_tokens_thinking_model_empty_response.yaml"
@@ -156,7 +156,7 @@ def test_real_pydantic_ai_cassettes_match_the_extracted_interactions():
         ("http-error", "openai_compat/test_tool_use_failed_error.yaml", 2),
         ("malformed-tool-call", "openai_compat/test_tool_use_failed_error.yaml", 2),
     }  # fmt: skip
-    extracted = forensics.scan([str(PYDANTIC_AI / "extracted_interactions.jsonl")])
+    extracted = scan_of(PYDANTIC_AI / "extracted_interactions.jsonl")
     assert result.findings.height == extracted.findings.height == 15
     # The Vertex OAuth token exchange is the one interaction that is not an LLM call.
     assert result.rejects.select("source_line", "reason").rows() == [

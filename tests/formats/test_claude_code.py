@@ -3,6 +3,7 @@ errors (529, the output-token cap), sidechains, metadata lines."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import forensics
@@ -15,6 +16,7 @@ CC = DATA / "traces" / "claude_code"
 SESSION = "session_errors/task-7c1e2d9a-4b3f-4e21-9a55-0d6f2b8c1e77/trial-0"
 
 
+@functools.cache  # one scan per file for the module: the tests only read it
 def scan(name: str) -> forensics.ScanResult:
     return forensics.scan([str(CC / name)])
 

@@ -74,13 +74,13 @@ def test_eval_members_are_turns_located_by_archive_member_and_line():
     assert traj["ingest_note"] is None  # every model call produced a message of the sample
 
 
-def test_zstd_members_read_like_deflated_ones(tmp_path):
+def test_zstd_members_read_like_deflated_ones(tmp_path, scan_of):
     src = DATA / "websearch.eval"
     zst = tmp_path / "websearch.eval"
     _zstd_copy(src, zst)
     with zipfile.ZipFile(zst) as archive:
         assert {i.compress_type for i in archive.infolist()} == {93}
-    deflated, zstd = forensics.scan([str(src)]), forensics.scan([str(zst)])
+    deflated, zstd = scan_of(src), forensics.scan([str(zst)])
     assert zstd.rejects.is_empty()
     cols = ("turn_index", "actor", "content", "finish_reason", "output_tokens",
             "max_output_tokens", "model")  # fmt: skip
@@ -141,8 +141,8 @@ def test_tool_errors_of_every_type_reach_the_tool_turns():
 FAILURES = DATA / "synthetic_failures.json"
 
 
-def test_failure_shapes_become_turn_and_trajectory_columns():
-    result = forensics.scan([str(FAILURES)])
+def test_failure_shapes_become_turn_and_trajectory_columns(scan_of):
+    result = scan_of(FAILURES)
     assert result.rejects.is_empty()
     turns = {(r["task_id"], r["turn_index"]): r for r in result.turns.iter_rows(named=True)}
     truncated = turns[("truncated", 1)]
@@ -173,8 +173,8 @@ def test_failure_shapes_become_turn_and_trajectory_columns():
     assert set(result.trajectories["agent_model"]) == {"openai/qwen3-8b"}
 
 
-def test_failure_shapes_are_found_at_their_turns():
-    result = forensics.scan([str(FAILURES)])
+def test_failure_shapes_are_found_at_their_turns(scan_of):
+    result = scan_of(FAILURES)
     found = {
         (r["rule"], r["task_id"], r["turn_index"], r["source_line"])
         for r in result.findings.iter_rows(named=True)
@@ -188,8 +188,8 @@ def test_failure_shapes_are_found_at_their_turns():
 
 
 @pytest.mark.parametrize("name", ["log_formats.eval", "websearch.eval"])
-def test_healthy_real_logs_have_no_findings(name):
-    result = forensics.scan([str(DATA / name)])
+def test_healthy_real_logs_have_no_findings(name, scan_of):
+    result = scan_of(DATA / name)
     assert result.turns.height > 0
     assert result.findings.is_empty()
     assert result.rejects.is_empty()
@@ -228,8 +228,8 @@ def test_calls_are_matched_by_content_when_message_ids_differ(tmp_path):
     ]  # fmt: skip
 
 
-def test_a_failed_model_call_is_an_agent_turn_with_its_error_at_its_event():
-    result = forensics.scan([str(FAILURES)])
+def test_a_failed_model_call_is_an_agent_turn_with_its_error_at_its_event(scan_of):
+    result = scan_of(FAILURES)
     failed = result.turns.filter(result.turns["task_id"] == "apierror").row(1, named=True)
     assert failed["actor"] == "agent" and failed["content"] is None
     assert failed["error"] == "BadRequestError: prompt is too long: 210417 tokens > 200000 maximum"

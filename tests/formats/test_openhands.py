@@ -13,8 +13,8 @@ CONVERSATION = DATA / "v1" / "11111111222233334444555555555555"
 LEGACY = DATA / "legacy"
 
 
-def test_v1_directory_is_one_episode_and_every_file_is_accounted_for():
-    result = forensics.scan([str(CONVERSATION)])
+def test_v1_directory_is_one_episode_and_every_file_is_accounted_for(scan_of):
+    result = scan_of(CONVERSATION)
     assert result.rejects.is_empty()
     by_format = {}
     for f in result.files:
@@ -28,8 +28,8 @@ def test_v1_directory_is_one_episode_and_every_file_is_accounted_for():
     assert traj["ingest_note"] == "1 event(s) that are no message (state updates, condensation, …)"
 
 
-def test_v1_events_become_turns_with_the_completion_log_matched_by_response_id():
-    result = forensics.scan([str(CONVERSATION)])
+def test_v1_events_become_turns_with_the_completion_log_matched_by_response_id(scan_of):
+    result = scan_of(CONVERSATION)
     turns = result.turns
     assert turns["actor"].to_list() == ["system", "user_sim", "agent", "env", "env", "agent"]
     assert [Path(p).name[:11] for p in turns["source_path"]] == [

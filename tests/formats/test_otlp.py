@@ -3,6 +3,7 @@ semantic conventions old and new, OpenInference, OpenLLMetry; conversations acro
 
 from __future__ import annotations
 
+import functools
 import json
 
 import forensics
@@ -15,6 +16,7 @@ OTLP = DATA / "traces" / "otlp"
 CONV = "file_exporter_genai/task-conv_5j66UpCpwteGg4YSxUnt7lPY/trial-0"
 
 
+@functools.cache  # one scan per file for the module: the tests only read it
 def scan(name: str) -> forensics.ScanResult:
     return forensics.scan([str(OTLP / name)])
 

@@ -21,8 +21,8 @@ def found(result) -> list[tuple[str, str, int, int]]:
     )
 
 
-def test_hermes_agent_trajectories_turns_calls_and_reasoning():
-    result = forensics.scan([str(SHAREGPT / "hermes_agent_trajectories.jsonl")])
+def test_hermes_agent_trajectories_turns_calls_and_reasoning(scan_of):
+    result = scan_of(SHAREGPT / "hermes_agent_trajectories.jsonl")
     assert result.rejects.is_empty()
     turns = result.turns.filter(result.turns["trajectory_id"].str.ends_with("trial-0"))
     assert turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
@@ -43,8 +43,8 @@ def test_hermes_agent_trajectories_turns_calls_and_reasoning():
     assert failed["termination_reason"].to_list() == ["incomplete"]
 
 
-def test_hermes_agent_failures_are_found_and_the_healthy_line_stays_clean():
-    result = forensics.scan([str(SHAREGPT / "hermes_agent_trajectories.jsonl")])
+def test_hermes_agent_failures_are_found_and_the_healthy_line_stays_clean(scan_of):
+    result = scan_of(SHAREGPT / "hermes_agent_trajectories.jsonl")
     traj = "hermes_agent_trajectories/task-unknown/trial-1"
     assert found(result) == [("malformed-tool-call", traj, 2, 2), ("unclosed-think", traj, 4, 2)]
     bad = result.turns.filter(

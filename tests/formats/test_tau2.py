@@ -59,8 +59,8 @@ def empty_stops(path) -> list[tuple[str, int]]:
     return sorted(out)
 
 
-def test_qwen_empty_stops_are_found_at_their_lines():
-    result = forensics.scan([str(QWEN)])
+def test_qwen_empty_stops_are_found_at_their_lines(scan_of):
+    result = scan_of(QWEN)
     assert result.rejects.is_empty()
     got = sorted(
         (r["rule"], r["task_id"], r["turn_index"], r["source_line"])
@@ -92,8 +92,8 @@ def test_qwen_empty_stops_are_found_at_their_lines():
     assert {t for _, t, *_ in got} == {t for t, e in ends.items() if e == "agent_error"}
 
 
-def test_qwen_turn_columns_come_from_the_message():
-    result = forensics.scan([str(QWEN)])
+def test_qwen_turn_columns_come_from_the_message(scan_of):
+    result = scan_of(QWEN)
     sims = json.loads(QWEN.read_text())["simulations"]
     expected = []
     for sim in sims:
@@ -138,8 +138,8 @@ def test_qwen_turn_columns_come_from_the_message():
     )
 
 
-def test_telecom_user_tool_calls_and_tool_errors():
-    result = forensics.scan([str(TELECOM)])
+def test_telecom_user_tool_calls_and_tool_errors(scan_of):
+    result = scan_of(TELECOM)
     turns = result.turns
     user_calls = turns.filter((pl.col("role") == "user") & pl.col("has_tool_calls"))
     assert user_calls.height > 0
@@ -172,9 +172,9 @@ def test_telecom_user_tool_calls_and_tool_errors():
 
 
 @pytest.mark.parametrize("path", HEALTHY_COPIES, ids=lambda p: p.name)
-def test_healthy_copies_parse_completely_without_findings(path):
+def test_healthy_copies_parse_completely_without_findings(path, scan_of):
     doc = json.loads(path.read_text())
-    result = forensics.scan([str(path)])
+    result = scan_of(path)
     assert result.rejects.is_empty()
     assert result.trajectories.height == len(doc["simulations"])
     assert result.turns.height == sum(len(s["messages"]) for s in doc["simulations"])
@@ -205,14 +205,14 @@ def test_whole_qwen_file_has_exactly_the_nine_empty_stops():
     assert stops["trajectory_id"].n_unique() == 9
 
 
-def test_solo_mode_and_trimmed_files():
-    solo = forensics.scan([str(HEALTHY_COPIES[2])])
+def test_solo_mode_and_trimmed_files(scan_of):
+    solo = scan_of(HEALTHY_COPIES[2])
     assert set(solo.turns["actor"]) == {"agent", "env"}
     assert set(solo.trajectories["termination_reason"]) == {"agent_stop"}
     # The orchestrator rewrites the `done` call to ###STOP###, raw_data keeps tool_calls.
     stop = solo.turns.filter(pl.col("content") == "###STOP###")
     assert set(stop["finish_reason_raw"]) == {"tool_calls"}
-    trimmed = forensics.scan([str(HEALTHY_COPIES[3])])
+    trimmed = scan_of(HEALTHY_COPIES[3])
     assert trimmed.turns["finish_reason"].null_count() == trimmed.turns.height
     assert {"max-tokens", "stop-no-tool-calls"} <= set(trimmed.not_checked[str(HEALTHY_COPIES[3])])
 

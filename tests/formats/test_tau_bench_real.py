@@ -14,9 +14,9 @@ COPIES = sorted((DATA / "realdata").glob("*.json"))
 
 
 @pytest.mark.parametrize("path", COPIES, ids=lambda p: p.name)
-def test_real_copies_parse_completely_without_findings(path):
+def test_real_copies_parse_completely_without_findings(path, scan_of):
     records = json.loads(path.read_text())
-    result = forensics.scan([str(path)])
+    result = scan_of(path)
     assert result.rejects.is_empty()
     assert result.trajectories.height == len(records)
     assert result.turns.height == sum(len(r["traj"]) for r in records)
@@ -27,10 +27,8 @@ def test_real_copies_parse_completely_without_findings(path):
     assert rewards == {str(r["task_id"]): r["reward"] for r in records}
 
 
-def test_real_max_steps_and_transfer_terminations():
-    result = forensics.scan(
-        [str(DATA / "realdata" / "tool-calling-gpt-4.1-mini-retail.subset12.json")]
-    )
+def test_real_max_steps_and_transfer_terminations(scan_of):
+    result = scan_of(DATA / "realdata" / "tool-calling-gpt-4.1-mini-retail.subset12.json")
     ends = dict(
         zip(result.trajectories["task_id"], result.trajectories["termination_reason"], strict=True)
     )

@@ -78,8 +78,8 @@ def test_a_folder_of_one_runs_artifacts_counts_each_episode_once(monkeypatch):
     ]
 
 
-def test_the_capture_of_the_same_run_proves_the_cut_off_turns_hit_max_tokens():
-    alone = forensics.scan([str(LOG)])
+def test_the_capture_of_the_same_run_proves_the_cut_off_turns_hit_max_tokens(output2_scan):
+    alone = output2_scan
     assert "max-tokens" not in set(alone.findings["rule"])
     assert "max-tokens" in alone.not_checked[str(LOG)]
 
@@ -156,10 +156,10 @@ def test_identical_trials_pair_one_to_one_and_different_episodes_stay_apart(tmp_
     assert result.trajectories.filter(pl.col("task_id") == "5").height == 2
 
 
-def test_a_capture_of_another_run_is_not_fused(tmp_path):
+def test_a_capture_of_another_run_is_not_fused(tmp_path, scan_of):
     capture = Path(__file__).parent.parent / "data" / "capture" / "vllm_agent_loop.jsonl"
     result = forensics.scan([str(LOG), str(capture)])
-    alone = forensics.scan([str(capture)])
+    alone = scan_of(capture)
     assert result.trajectories.height == 4 + alone.trajectories.height
     assert result.trajectories["sources"].list.len().max() == 1
 

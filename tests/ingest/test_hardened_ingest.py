@@ -25,8 +25,8 @@ def findings_of(result):
 
 
 @pytest.fixture(scope="module")
-def output2_alone():
-    return findings_of(forensics.scan([str(OUTPUT2)]))
+def output2_alone(output2_scan):
+    return findings_of(output2_scan)
 
 
 def _control_with(edit) -> str:
@@ -75,16 +75,16 @@ def test_one_bad_value_rejects_its_record_and_nothing_else(
     assert code == 1 and err == ""
 
 
-def test_a_bad_message_leaves_its_episode_with_a_note(tmp_path):
+def test_a_bad_message_leaves_its_episode_with_a_note(tmp_path, scan_of):
     bad = tmp_path / "role_bool.json"
     bad.write_text(_control_with(lambda r: r["traj"][1].update(role=True)))
     (episode,) = forensics.scan([str(bad)]).trajectories.to_dicts()
-    good = forensics.scan([str(CONTROL)]).trajectories.to_dicts()[0]
+    good = scan_of(CONTROL).trajectories.to_dicts()[0]
     assert episode["turn_count"] == good["turn_count"] - 1
     assert episode["ingest_note"] == "1 message(s) rejected (see rejects)"
 
 
-def test_nesting_beyond_the_parser_is_a_reject_per_line(tmp_path):
+def test_nesting_beyond_the_parser_is_a_reject_per_line(tmp_path, scan_of):
     capture = (DATA / "capture" / "vllm_agent_loop.jsonl").read_text().splitlines()
     deep = '{"request": ' + "[" * 5000 + "]" * 5000 + "}"
     path = tmp_path / "deep.jsonl"
@@ -93,7 +93,7 @@ def test_nesting_beyond_the_parser_is_a_reject_per_line(tmp_path):
     assert result.rejects.select("source_line", "reason").rows() == [
         (2, "JSON nested deeper than the parser's limit (about 990 levels)")
     ]
-    alone = forensics.scan([str(DATA / "capture" / "vllm_agent_loop.jsonl")])
+    alone = scan_of(DATA / "capture" / "vllm_agent_loop.jsonl")
     assert result.turns.height == alone.turns.height
 
 
@@ -181,14 +181,14 @@ def test_two_hars_back_to_back_reject_the_second_instead_of_ignoring_it(tmp_path
     assert len(trailing) == 1 and trailing[0]["source_line"] == har.count("\n") + 1
 
 
-def test_jsonl_with_broken_first_lines_is_read_line_by_line(tmp_path):
+def test_jsonl_with_broken_first_lines_is_read_line_by_line(tmp_path, scan_of):
     lines = (DATA / "capture" / "vllm_agent_loop.jsonl").read_text().splitlines()
     path = tmp_path / "broken_head.jsonl"
     path.write_text("\n".join(['"request": {"model": "cut', "{broken", *lines]) + "\n")
     result = forensics.scan([str(path)])
     assert result.files[0].format == "api_capture"
     assert sorted(result.rejects["source_line"].to_list()) == [1, 2]
-    alone = forensics.scan([str(DATA / "capture" / "vllm_agent_loop.jsonl")])
+    alone = scan_of(DATA / "capture" / "vllm_agent_loop.jsonl")
     assert result.turns.height == alone.turns.height
 
 
@@ -215,10 +215,10 @@ def test_gemini_jsonl_whose_first_line_is_a_chunk_array_reads_every_line(tmp_pat
     ],
     ids=lambda p: p.name,
 )
-def test_a_utf8_bom_changes_nothing(tmp_path, seed):
+def test_a_utf8_bom_changes_nothing(tmp_path, seed, scan_of):
     with_bom = tmp_path / seed.name
     with_bom.write_bytes(b"\xef\xbb\xbf" + seed.read_bytes())
-    a, b = forensics.scan([str(seed)]), forensics.scan([str(with_bom)])
+    a, b = scan_of(seed), forensics.scan([str(with_bom)])
     assert b.rejects.height == a.rejects.height
     assert (
         b.turns.select("content", "source_line").rows()

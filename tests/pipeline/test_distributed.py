@@ -50,11 +50,11 @@ def test_workers_give_the_one_process_outputs(tmp_path):
 
 # Many more shards than files per run: benchmarks/distributed.py --shards 40 (slow, not here).
 @pytest.mark.parametrize("shards", [3, 7])
-def test_any_cut_of_the_file_list_reads_the_same(shards, tmp_path):
+def test_any_cut_of_the_file_list_reads_the_same(shards, tmp_path, scan_of):
     # sample_logs' log, results files and capture (and fixtures copied from one another) hold
     # the same episodes: shards that split them are read again together, as fusion needs.
     paths = [str(p) for p in MIXED]
-    expected = jsonout.render(pipeline.scan(paths).report())
+    expected = jsonout.render(scan_of(*paths).report())  # the one-process scan
     calls: list[int] = []
     got = distributed.scan(paths, runner=_serial(calls), shards=shards)
     assert jsonout.render(got.report()) == expected

@@ -125,8 +125,9 @@ def _island(page: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def output2():
-    return render_html([SAMPLES / "output2.txt"])
+def output2(output2_scan):
+    m = model.build(output2_scan, page=True)
+    return html.render(m), m, output2_scan
 
 
 def test_sections_present_in_reading_order(output2):
@@ -363,8 +364,14 @@ def many_trajectories(folder: Path, n: int) -> Path:
     return path
 
 
-def test_thousands_of_trajectories_stay_one_light_page(tmp_path):
-    page, _m, _ = render_html([many_trajectories(tmp_path, 3000)])
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """The page of a scan of 3,000 trajectories (one scan for the tests of its size)."""
+    return render_html([many_trajectories(tmp_path_factory.mktemp("many"), 3000)])
+
+
+def test_thousands_of_trajectories_stay_one_light_page(many):
+    page, _m, _ = many
     data = _island(page)
     assert len(data["trajectories"]) == 3000
     # The system prompt, identical in every trajectory, is stored once.
@@ -376,15 +383,15 @@ def test_thousands_of_trajectories_stay_one_light_page(tmp_path):
     assert len(page) < 6_000_000
 
 
-def test_a_large_scans_island_is_gzipped_the_same_data_the_same_bytes(tmp_path):
-    page, m, _ = render_html([many_trajectories(tmp_path, 3000)])
+def test_a_large_scans_island_is_gzipped_the_same_data_the_same_bytes(many, output2):
+    page, m, _ = many
     assert 'data-encoding="gzip+base64"' in page  # above html.COMPRESS_ABOVE
     plain = html.render(m, compress_above=10**12)
     assert _island(page) == _island(plain)
     assert html.render(m) == page  # no timestamp in the gzip stream: same scan, same bytes
     assert len(page) < len(plain) / 3
     # A small scan keeps the readable JSON island.
-    small, _, _ = render_html([SAMPLES / "output2.txt"])
+    small, _, _ = output2
     assert '<script type="application/json" id="explorer-data">' in small
 
 
