@@ -4,6 +4,7 @@ gives, or defer to it: never a different value, never a value where literal_eval
 from __future__ import annotations
 
 import ast
+import json
 import math
 
 import pytest
@@ -123,33 +124,57 @@ def test_parse_object_keeps_the_json_error_for_text_neither_reads():
     assert value is None and error is not None and error.startswith("invalid JSON")
 
 
-def _braces_char_by_char(s: str) -> int:
-    """The brace matcher embedded used before it stepped over whole strings by regex."""
-    depth, quote, i = 0, "", 0
-    while i < len(s):
-        c = s[i]
-        if quote:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return -2 if quote else -1
+# text -> _Braces().advance(text, 0): just past the brace that closes the first one, -1 when the
+# line ends first, -2 when a string does not close on the line. Pinned from the character loop
+# the matcher replaced (checked against it when the loop was removed).
+BRACES = [
+    ("{}", 2),
+    ('{"a": 1}', 8),
+    ('{"a": {"b": 2}} tail', 15),
+    ("{'a': '}'}", 10),  # a brace inside a string, either quote
+    ('{"a": "}"}', 10),
+    ('{"a": "x\\"}"}', 13),  # an escaped quote does not close the string
+    ("{'a': \"it's\"}", 13),  # the other quote inside a string
+    ('{"a": 1', -1),
+    ('{"a": "cut', -2),
+    ("{'a': 'cut", -2),
+    ("{{}", -1),
+    ("{}}", 2),
+    ('{"a": "\\\\"}', 11),  # an escaped backslash, then the quote closes
+    ("{'a': '\\''}", 11),
+    ("{ab: }", 6),
+    ('{"a\\"": 1}', 10),
+    ('{"\\"', -2),
+    ("{\\}", 3),
+    ('{"a":{}}{"b":1}', 8),  # the first object only
+    ("{'\"': 1}", 8),
+    ('{"\'": 1}', 8),
+    ('{"a": "b" \'c}\'}', 15),
+    ('{"a": "\\', -2),
+]
 
 
-@settings(max_examples=3000, deadline=None)
-@given(st.text(alphabet=list("{}'\"\\ab: "), max_size=30))
-def test_brace_matcher_ends_objects_where_the_char_loop_did(text):
-    assert embedded._Braces().advance("{" + text, 0) == _braces_char_by_char("{" + text)
+@pytest.mark.parametrize(("text", "end"), BRACES)
+def test_brace_matcher_ends_objects_where_their_closing_brace_is(text, end):
+    assert embedded._Braces().advance(text, 0) == end
+
+
+def test_brace_depth_carries_over_to_the_next_line():
+    braces = embedded._Braces()
+    assert braces.advance('{"a": {', 0) == -1
+    assert braces.advance('"x"}}', 0) == 5
+    assert embedded._Braces().advance('  {"a": 1}', 2) == 10
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), _VALUES, max_size=4), st.booleans(), st.text())
+def test_brace_matcher_ends_a_whole_object_at_its_end_and_a_cut_one_nowhere(value, as_json, tail):
+    """A dict written by repr or json.dumps ends at its own last brace whatever follows it; a
+    line that cuts it anywhere ends nowhere (-1, or -2 inside a string)."""
+    text = json.dumps(value) if as_json else repr(value)
+    assert embedded._Braces().advance(text + tail, 0) == len(text)
+    for cut in range(1, len(text)):
+        assert embedded._Braces().advance(text[:cut], 0) in (-1, -2)
 
 
 _NAMES = st.sampled_from(["a", "env", "model", "class", "None", "x_1", "_", "é", "1a"])
