@@ -3,7 +3,7 @@
 Tool-call markup: every example string of the failure catalogue §1.2 must be named by the
 parser that reads it, prose about the tags must not, and the model id must settle the formats
 two parsers share. Announcements, exact tail loops and request keys get their edge cases here;
-tests/test_accuracy.py measures the rules built on them.
+tests/check/test_accuracy.py measures the rules built on them.
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ rule's [params]: an unknown name or a wrong type is a malformed fixture).
 
 Snapshots (insta-style): tests/rule_fixtures/<rule-id>.snap.json pins, per case that produces
 findings of the rule, each finding's turn, message, evidence and details. A changed message or
-excerpt fails with a diff; `pytest tests/test_rule_fixtures.py --update-snapshots` rewrites the
-files from the findings (review the diff before committing it).
+excerpt fails with a diff; `pytest tests/check/test_rule_fixtures.py --update-snapshots`
+rewrites the files from the findings (review the diff before committing it).
 
 The rule list comes from the pack (engine.load_rules): a new rule needs its TOML file and its
 fixture file, nothing else here.
