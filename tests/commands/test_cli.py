@@ -205,7 +205,7 @@ def test_a_reader_that_leaves_early_ends_the_scan_quietly():
 
 
 def test_error_messages_show_escapes_not_raw_control_characters(tmp_path):
-    from test_robustness import run_cli
+    from conftest import run_cli
 
     code, _out, err = run_cli("scan", str(tmp_path / "\x1b]0;owned\x07.log"))
     assert code == 2
