@@ -1,11 +1,11 @@
 """Deep fuzz run of the three promises: never abort, never lose a record silently, never leak.
 
-The suite (tests/robustness/test_robustness.py) checks these properties on three inputs per
-format so that it stays fast; this is the deep run. The same seeds and mutations
-(tests/hostile.py), with secrets planted in every string of every seed first, for as many inputs
-as you give it. Every input is scanned through the command line into every output; the run
-counts what broke instead of stopping at the first failure, and prints the figures the README's
-reliability section quotes. Exit status 1 when anything broke.
+The suite (tests/robustness/test_robustness.py) checks these properties on two mutated inputs
+per format (and the empty file of each) so that it stays fast; this is the deep run: the same
+seeds and mutations (tests/hostile.py), with secrets planted in every string of every seed
+first, for as many inputs as you give it. Every input is scanned through the command line into
+every output; the run counts what broke instead of stopping at the first failure, and prints the
+figures the README's reliability section quotes. Exit status 1 when anything broke.
 
     python benchmarks/fuzz.py --examples 300          # per format; about 1 s per input
     python benchmarks/fuzz.py --examples 50 --seed 7 --keep failures/
