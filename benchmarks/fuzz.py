@@ -1,12 +1,15 @@
 """Deep fuzz run of the three promises: never abort, never lose a record silently, never leak.
 
-The same seeds and mutations as tests/test_robustness.py (tests/hostile.py), with secrets
-planted in every string of every seed first, for as many inputs as you give it. Every input is
-scanned through the command line into every output; the run counts what broke instead of
-stopping at the first failure, and prints the figures the README's reliability section quotes.
+The suite (tests/robustness/test_robustness.py) checks these properties on two mutated inputs
+per format (and the empty file of each) so that it stays fast; this is the deep run: the same
+seeds and mutations (tests/hostile.py), with secrets planted in every string of every seed
+first, for as many inputs as you give it. Every input is scanned through the command line into
+every output; the run counts what broke instead of stopping at the first failure, and prints the
+figures the README's reliability section quotes. Exit status 1 when anything broke.
 
     python benchmarks/fuzz.py --examples 300          # per format; about 1 s per input
     python benchmarks/fuzz.py --examples 50 --seed 7 --keep failures/
+    python benchmarks/fuzz.py --examples 20 --formats har litellm
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests" / "robustness"))
 
 import forensics
 
+from conftest import run_cli
 from hostile import SECRETS, SEEDS, mutation, planted
-from test_robustness import run_cli, unaccounted
+from test_robustness import unaccounted
 
 
 def _intact_secrets(data: bytes) -> list[tuple[str, str]]:

@@ -3,10 +3,14 @@
     python benchmarks/reference.py [--sizes 50,200,500,1000] [--tau 200] [--rounds 3]
                                    [--dir /tmp/forensics-reference]
 
-Capture rows use the reference workload, `../shared/bench/gen_capture.py OUT MB` (agent loops,
-every request repeating the growing history and 8 tool schemas); tau rows use
-`benchmarks/make_tau.py` (a console log and a results file grown from sample_logs/). Inputs are
-written once into --dir and reused.
+Capture rows use issue 14's reference workload, `gen_capture.py OUT MB` (agent loops, every
+request repeating the growing history and 8 tool schemas). That generator is not part of this
+repository: it is looked for in the folder FORENSICS_BENCH names, else in `../shared/bench/`
+next to the checkout (where the project's machines keep it). Without it the capture rows use the
+project's own generator, `benchmarks/make_capture.py OUT --mb MB` (agent loops of the same kind,
+14 tool schemas), and the table names the generator each row used: figures from the two are not
+comparable. Tau rows use `benchmarks/make_tau.py` (a console log and a results file grown from
+sample_logs/). Inputs are written once into --dir and reused.
 
 Each round runs, one after the other, as separate processes measured from outside by
 /usr/bin/time (wall, user+sys CPU, peak RSS, start-up and imports included):
@@ -23,6 +27,7 @@ busy machine slows all of them alike; the ratios are what to compare.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -31,7 +36,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-GEN_CAPTURE = ROOT.parent / "shared" / "bench" / "gen_capture.py"
+# The reference workload's generator, outside the repository (see the docstring).
+GEN_CAPTURE = Path(os.environ.get("FORENSICS_BENCH", ROOT.parent / "shared" / "bench")) / (
+    "gen_capture.py"
+)
 
 DUCKDB = """
 import sys, duckdb
@@ -99,8 +107,12 @@ def _median(runs: list[tuple[float, float, float]]) -> tuple[float, float, float
 
 def _input(directory: Path, kind: str, mb: float) -> Path:
     if kind == "capture":
-        path = directory / f"capture-{mb:g}mb.jsonl"
-        argv = [sys.executable, str(GEN_CAPTURE), str(path), f"{mb:g}"]
+        if GEN_CAPTURE.is_file():
+            path = directory / f"capture-{mb:g}mb.jsonl"
+            argv = [sys.executable, str(GEN_CAPTURE), str(path), f"{mb:g}"]
+        else:
+            path = directory / f"make-capture-{mb:g}mb.jsonl"
+            argv = [sys.executable, str(HERE / "make_capture.py"), str(path), "--mb", f"{mb:g}"]
     else:
         path = directory / f"tau-{kind}-{mb:g}mb.{'log' if kind == 'console' else 'json'}"
         argv = [sys.executable, str(HERE / "make_tau.py"), kind, str(path), "--mb", f"{mb:g}"]
@@ -122,6 +134,13 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "forensics")], check=True)
     out = args.dir / "scan.json"
     loop = "orjson" if _have_orjson() else "json"
+    generator = GEN_CAPTURE.name if GEN_CAPTURE.is_file() else "make_capture.py"
+    if not GEN_CAPTURE.is_file():
+        print(
+            f"{GEN_CAPTURE} not found (set FORENSICS_BENCH): capture rows use "
+            "benchmarks/make_capture.py, not the reference workload",
+            file=sys.stderr,
+        )
 
     print(
         f"| input | MB | scan s | scan CPU s | MB/s | peak RSS | DuckDB s | {loop} loop s "
@@ -138,7 +157,7 @@ def main() -> None:
             loops.append(_timed([sys.executable, "-c", LINE_LOOP, str(path)]))
         scan, duck, line = _median(scans), _median(ducks), _median(loops)
         print(
-            f"| capture (gen_capture.py) | {mb:.0f} | {scan[0]:.1f} | {scan[1]:.1f} "
+            f"| capture ({generator}) | {mb:.0f} | {scan[0]:.1f} | {scan[1]:.1f} "
             f"| {mb / scan[0]:.1f} | {scan[2]:,.0f} MB | {duck[0]:.1f} | {line[0]:.1f} "
             f"| {scan[0] / duck[0]:.1f}x | {scan[0] / line[0]:.1f}x |",
             flush=True,

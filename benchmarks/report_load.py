@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/report-load"))
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "report")]
     from test_report_browser import Browser, _chromium
 
     import forensics

@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from forensics.pipeline import Scan
 
 # Doctests run over forensics/ (pyproject addopts); the fixture builders under data/ are
 # scripts, not test modules.
@@ -11,20 +20,72 @@ collect_ignore_glob = ["data/*"]
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
 DATA = Path(__file__).resolve().parent / "data"
-# The shared real-data folder sits next to the checkout on developer machines and in CI.
-SHARED_REALDATA = ROOT.parent / "shared" / "realdata"
+# The small real files the tests need are copied under data/ (the README of each folder gives
+# their source repository, commit, path and licence). The whole real-data corpus the subsets
+# were cut from (about 7 MB) is optional: the tests that read it run when FORENSICS_REALDATA
+# names its folder (tau_bench/, tau2/, api/) and skip, saying so, when it does not.
+REALDATA = Path(os.environ["FORENSICS_REALDATA"]) if os.environ.get("FORENSICS_REALDATA") else None
+NO_REALDATA = (
+    "optional corpus: set FORENSICS_REALDATA to the real-data folder (tau_bench/, tau2/, api/) "
+    "to run this test on the whole files"
+)
+
+
+def realdata(*parts: str) -> Path:
+    """A path in the optional real-data corpus; the test skips when the corpus (or this part of
+    it) is not there."""
+    if REALDATA is None:
+        pytest.skip(NO_REALDATA)
+    path = REALDATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"optional corpus: {path} is not there")
+    return path
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """The installed entry point in-process: exit code, stdout, stderr."""
+    from forensics.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = sys.argv
+    sys.argv = ["forensics", *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main()
+            except SystemExit as exc:
+                return int(exc.code or 0), out.getvalue(), err.getvalue()
+    finally:
+        sys.argv = argv
+    raise AssertionError("main() returned without an exit code")
 
 
 @pytest.fixture(scope="session")
-def output2_scan():
+def scan_of() -> Callable[..., Scan]:
+    """`forensics.scan(paths)` once per session for each list of paths: most tests only read a
+    scan of the same few files, and a scan costs a DuckDB query per rule. The result is shared:
+    a test that changes it must scan on its own."""
     import forensics
 
-    return forensics.scan([str(SAMPLES / "output2.txt")])
+    done: dict[tuple[str, ...], Scan] = {}
+
+    def scan(*paths: str | os.PathLike[str]) -> Scan:
+        key = tuple(str(p) for p in paths)
+        if key not in done:
+            done[key] = forensics.scan(list(key))
+        return done[key]
+
+    return scan
+
+
+@pytest.fixture(scope="session")
+def output2_scan(scan_of):
+    return scan_of(SAMPLES / "output2.txt")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    # tests/test_rule_fixtures.py: rewrite tests/rule_fixtures/*.snap.json from the findings
-    # instead of failing on a difference (a deliberate message change; review the diff).
+    # tests/check/test_rule_fixtures.py: rewrite tests/rule_fixtures/*.snap.json from the
+    # findings instead of failing on a difference (a deliberate message change; review the diff).
     parser.addoption(
         "--update-snapshots",
         action="store_true",

@@ -1,6 +1,6 @@
 """Hostile inputs for the robustness properties: seeds of every format, mutations, secrets.
 
-Shared by tests/test_robustness.py (bounded, fixed seed, in CI) and benchmarks/fuzz.py (long
+Shared by robustness/test_robustness.py (bounded, fixed seed, in CI) and benchmarks/fuzz.py (long
 runs). A mutation works at byte level (truncate, flip, insert, BOM, CRLF, NUL, invalid UTF-8,
 gzip and gzip damage) or at field level (a value of a parsed record replaced by a wrong type,
 a huge integer, NaN, deep nesting, a lone surrogate), and trailing data after a document.

@@ -3,7 +3,7 @@
     python tests/data/capture/make_fixtures.py
 
 Each fixture is a small, realistic capture of an agent loop in one container shape, built to
-hold specific failures at known lines; tests/test_ingest_capture*.py assert them exactly.
+hold specific failures at known lines; tests/formats/test_capture*.py assert them exactly.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Regenerate the Gemini fixtures from shared/realdata (stdlib only, deterministic).
+"""Regenerate the Gemini fixtures from the pydantic-ai cassettes' extracted interactions and
+SDK dumps in tests/data/pydantic_ai/ (stdlib only, deterministic).
 
 Run from the repository root: `python tests/data/gemini/make_fixtures.py`. See README.md for
 what each file holds; the synthetic_* files are written by hand and not touched here.
@@ -10,7 +11,7 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-API = HERE.parents[3] / "shared" / "realdata" / "api"
+API = HERE.parent / "pydantic_ai"
 
 
 def interactions() -> dict[tuple[str, int], dict]:

@@ -1,6 +1,7 @@
-"""Regenerate the tau2 fixtures from shared/realdata (stdlib only, deterministic).
+"""Regenerate the tau2 fixtures from the whole tau2-bench files (stdlib only, deterministic).
 
-Run from the repository root: `python tests/data/tau2/make_fixtures.py`. Subsets are written
+Run from the repository root:
+`FORENSICS_REALDATA=/path/to/realdata python tests/data/tau2/make_fixtures.py`. Subsets are written
 the way tau2 writes checkpoints (`json.dump(obj, f, indent=2)`, ASCII-escaped); see README.md.
 """
 
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TAU2 = HERE.parents[3] / "shared" / "realdata" / "tau2"
+# The whole files (README.md gives their upstream repository, commit and path) are not kept in
+# this repository: FORENSICS_REALDATA names the real-data folder that holds them in tau2/.
+TAU2 = Path(os.environ["FORENSICS_REALDATA"]) / "tau2"
 
 # output name -> (source file, indices of the simulations kept)
 SUBSETS = {

@@ -1,0 +1,44 @@
+"""Every agent-log format of issue 12 in one directory: each file read or accounted for."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import forensics
+
+AGENTS = Path(__file__).parent.parent / "data" / "agents"
+
+
+def test_a_directory_mixing_every_agent_format_scans_without_rejects():
+    result = forensics.scan([str(AGENTS)])
+    assert result.rejects.is_empty()
+    formats = Counter(f.format for f in result.files)
+    assert formats == {
+        "inspect_eval": 3,
+        "inspect_json": 3,
+        "swe_agent_traj": 2,
+        "mini_swe_agent": 1,
+        "harbor_atif": 3,
+        "harbor_trial_result": 3,
+        "openhands_events": 11,
+        "openhands_state": 1,
+        "openhands_legacy": 2,
+    }
+    # a file without rows says why (a continuation, a trial result, a later event)
+    assert all(f.note for f in result.files if f.records == 0)
+    assert result.trajectories.height == 19
+    assert Counter(result.findings["rule"]) == {
+        "max-tokens": 3,
+        "context-overflow": 2,
+        "content-filtered": 1,
+        "episode-crashed": 1,
+        "no-action-failure": 1,
+        "repeated-tool-call": 1,
+        # the episodes ended by a limit or a harness exception: Harbor's AgentTimeoutError,
+        # Inspect's token_limit, OpenHands' LLMContextWindowExceedError
+        "run-exit-infra": 3,
+        # inspect_ai's own deduplication test log calls the same tool with the same result
+        # five times in a row
+        "action-loop": 1,
+    }

@@ -1,0 +1,110 @@
+"""Claude Code session transcripts: block lines merged into turns, tool results, synthetic API
+errors (529, the output-token cap), sidechains, metadata lines."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import forensics
+from forensics.ingest import detect
+from forensics.ingest.formats import claude_code
+
+from conftest import DATA
+
+CC = DATA / "traces" / "claude_code"
+SESSION = "session_errors/task-7c1e2d9a-4b3f-4e21-9a55-0d6f2b8c1e77/trial-0"
+
+
+@functools.cache  # one scan per file for the module: the tests only read it
+def scan(name: str) -> forensics.ScanResult:
+    return forensics.scan([str(CC / name)])
+
+
+def test_blocks_of_one_response_are_one_turn_with_the_last_stop_reason_and_usage():
+    result = scan("session_errors.jsonl")
+    turns = result.turns.filter(result.turns["trajectory_id"] == SESSION)
+    assert turns["role"].to_list() == [
+        "user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant",
+        "assistant",
+    ]  # fmt: skip
+    first = turns.row(1, named=True)
+    assert first["source_line"] == 3  # where the response's first block was written
+    assert first["reasoning"] == "The user wants the tests run. I'll use pytest."
+    assert first["content"] == "I'll run the tests."
+    assert [c["name"] for c in first["tool_calls"]] == ["Bash"]
+    assert json.loads(first["tool_calls"][0]["arguments"])["command"] == "pytest -q"
+    assert (first["finish_reason"], first["finish_reason_raw"]) == ("tool_calls", "tool_use")
+    assert (first["input_tokens"], first["output_tokens"]) == (4 + 1210 + 15002, 95)
+    assert first["model"] == "claude-sonnet-4-5-20250929" and first["tools_attached"] is True
+    tool = turns.row(2, named=True)
+    assert tool["actor"] == "env" and tool["error"].startswith("Exit code 1")
+
+
+def test_synthetic_api_errors_become_failed_turns_and_are_found():
+    result = scan("session_errors.jsonl")
+    turns = result.turns.filter(result.turns["trajectory_id"] == SESSION)
+    overloaded, capped = turns.row(5, named=True), turns.row(7, named=True)
+    assert overloaded["http_status"] == 529 and overloaded["model"] is None
+    assert overloaded["error"].startswith("server_error · API Error: 529")
+    assert capped["finish_reason"] == "max_tokens" and capped["max_output_tokens"] == 32000
+    assert capped["output_tokens"] is None  # the synthetic line's zero usage is not the call's
+    f = result.findings
+    assert sorted(
+        zip(f["rule"], f["trajectory_id"], f["turn_index"], f["source_line"], strict=True)
+    ) == [
+        ("http-error", SESSION, 5, 10),
+        ("http-error", SESSION, 8, 15),
+        ("max-tokens", SESSION, 7, 12),
+    ]
+    retry = turns.row(8, named=True)  # a system api_error line: the attempt before a retry
+    assert (retry["http_status"], retry["error"]) == (529, "Overloaded (retry 1 of 10)")
+
+
+def test_sidechain_is_its_own_trajectory_and_metadata_lines_are_noted():
+    result = scan("session_errors.jsonl")
+    assert sorted(result.trajectories["task_id"].to_list()) == [
+        "7c1e2d9a-4b3f-4e21-9a55-0d6f2b8c1e77",
+        "7c1e2d9a-4b3f-4e21-9a55-0d6f2b8c1e77/agent-ab12cd34",
+    ]
+    assert result.rejects.is_empty()
+    assert "2 session metadata line(s)" in result.files[0].note
+
+
+def test_healthy_public_sample_is_read_whole_and_stays_clean():
+    result = scan("simonw_sample_session.jsonl")
+    assert result.files[0].format == claude_code.FORMAT
+    assert result.trajectories.height == 1 and result.turns.height == 7
+    assert result.findings.is_empty() and result.rejects.is_empty()
+
+
+def test_broken_lines_are_rejected_and_the_rest_is_read(tmp_path):
+    lines = (CC / "session_errors.jsonl").read_text().splitlines()
+    lines[3] = lines[3][:50]  # a line cut by a crash
+    lines.insert(5, json.dumps({"type": "assistant", "sessionId": "x", "parentUuid": None}))
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = forensics.scan([str(path)])
+    assert sorted(result.rejects["source_line"].to_list()) == [4, 6]
+    assert result.turns.height == 11  # the cut line was a block of a response still read
+
+
+def test_detection_from_the_first_line():
+    for name in ("session_errors.jsonl", "simonw_sample_session.jsonl"):
+        fmt, _why = detect((CC / name).read_bytes())
+        assert fmt is not None and fmt.name == claude_code.FORMAT
+
+
+def test_stream_json_output_ends_with_its_result_line():
+    result = scan("stream_json_output_cap.jsonl")
+    assert result.files[0].format == claude_code.FORMAT and result.rejects.is_empty()
+    (episode,) = result.trajectories.to_dicts()
+    assert episode["termination_reason"] == "success"
+    assert episode["error"].startswith("API Error: Claude's response exceeded the 32000")
+    turns = result.turns
+    assert turns["role"].to_list() == ["assistant", "tool", "assistant"]
+    assert [c["name"] for c in turns["tool_calls"][0]] == ["Bash"]
+    f = result.findings
+    assert list(zip(f["rule"], f["turn_index"], f["source_line"], strict=True)) == [
+        ("max-tokens", 2, 5)
+    ]

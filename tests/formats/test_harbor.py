@@ -1,0 +1,155 @@
+"""Harbor / Terminal-Bench trials: ATIF trajectories with continuations, trial result.json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import forensics
+
+JOB = Path(__file__).parent.parent / "data" / "agents" / "harbor" / "2026-01-05__12-00-00"
+TERMINUS = JOB / "hello-world__Xy7Lm2Q"
+OPENHANDS = JOB / "hello-world__Ab3Cd4E"
+TIMEOUT = JOB / "fix-git__Tq9Rs1U"
+
+
+def _by_task_model(result):
+    return {(r["task_id"], r["agent_model"]): r for r in result.trajectories.iter_rows(named=True)}
+
+
+def test_a_job_directory_reads_every_file_without_rejects():
+    result = forensics.scan([str(JOB)])
+    assert result.rejects.is_empty()
+    formats = {
+        Path(f.path).relative_to(JOB).as_posix(): (f.format, f.records) for f in result.files
+    }
+    assert formats == {
+        "fix-git__Tq9Rs1U/result.json": ("harbor_trial_result", 1),
+        "hello-world__Ab3Cd4E/agent/trajectory.json": ("harbor_atif", 1),
+        "hello-world__Ab3Cd4E/result.json": ("harbor_trial_result", 0),
+        "hello-world__Xy7Lm2Q/agent/trajectory.cont-1.json": ("harbor_atif", 0),
+        "hello-world__Xy7Lm2Q/agent/trajectory.json": ("harbor_atif", 1),
+        "hello-world__Xy7Lm2Q/result.json": ("harbor_trial_result", 0),
+    }
+    notes = {f.note for f in result.files if f.records == 0}
+    assert notes == {
+        "continuation of trajectory.json: read with it",
+        "trial result, applied to agent/trajectory.json",
+    }
+
+
+def test_continuation_steps_join_the_episode_located_in_their_own_file():
+    result = forensics.scan([str(TERMINUS)])
+    turns = result.turns
+    main = str(TERMINUS / "agent" / "trajectory.json")
+    cont = str(TERMINUS / "agent" / "trajectory.cont-1.json")
+    assert turns.height == 16
+    assert turns["source_path"].to_list() == [main] * 8 + [cont] * 8
+    # the continuation's first steps are copied context: not turns again
+    first_cont = turns.row(8, named=True)
+    assert (first_cont["actor"], first_cont["source_line"], first_cont["output_tokens"]) == (
+        "agent", 39, 420
+    )  # fmt: skip
+    assert turns["actor"].to_list()[:3] == ["user_sim", "agent", "env"]
+    (traj,) = result.trajectories.iter_rows(named=True)
+    assert traj["reward"] == 1.0 and traj["task_id"] == "hello-world"
+    assert traj["ingest_note"] == (
+        "4 step(s) of continuation files repeat earlier context (is_copied_context), not turns; "
+        "1 sub-agent trajectory reference(s) not followed"
+    )
+    assert result.findings.is_empty()
+
+
+def test_structured_tool_calls_and_observations():
+    result = forensics.scan([str(OPENHANDS)])
+    turns = result.turns
+    agent = turns.filter(turns["actor"] == "agent")
+    assert agent["tool_calls"][0].to_list()[0]["name"] == "str_replace_editor"
+    assert agent["tool_calls"][1].to_list()[0]["name"] == "finish"
+    env = turns.filter(turns["actor"] == "env")
+    assert env["content"].to_list() == ["File created successfully at: /app/hello.txt"]
+    assert set(agent["tools_attached"]) == {True}
+    assert set(agent["model"]) == {"anthropic/claude-sonnet-4-5"}  # from result.json
+    (traj,) = result.trajectories.iter_rows(named=True)
+    assert traj["reward"] == 0.0 and traj["tool_call_count"] == 2
+
+
+def test_a_trial_without_trajectory_is_an_episode_with_its_exception():
+    result = forensics.scan([str(TIMEOUT)])
+    (traj,) = result.trajectories.iter_rows(named=True)
+    assert traj["termination_reason"] == "AgentTimeoutError"
+    assert traj["error"] == "AgentTimeoutError: Agent execution timed out after 900.0 seconds"
+    assert traj["turn_count"] == 0 and traj["reward"] is None
+    # the crash, and its class: the harness's time limit ended it (rules-episode's run-exit)
+    assert sorted((f["rule"], f["turn_index"]) for f in result.findings.iter_rows(named=True)) == [
+        ("episode-crashed", None),
+        ("run-exit-infra", None),
+    ]
+
+
+def test_exception_of_a_trial_with_trajectory_is_its_termination(tmp_path):
+    trial = tmp_path / "job" / "hello-world__Zz"
+    shutil.copytree(OPENHANDS, trial)
+    doc = json.loads((trial / "result.json").read_text())
+    doc["exception_info"] = {"exception_type": "AgentTimeoutError", "exception_message": "late"}
+    (trial / "result.json").write_text(json.dumps(doc))
+    result = forensics.scan([str(trial)])
+    (traj,) = result.trajectories.iter_rows(named=True)
+    assert (traj["termination_reason"], traj["error"]) == (
+        "AgentTimeoutError", "AgentTimeoutError: late"
+    )  # fmt: skip
+    assert traj["run_id"] == "job:anthropic/claude-sonnet-4-5"
+
+
+def test_a_continuation_alone_is_read_as_a_trajectory(tmp_path):
+    cont = tmp_path / "trajectory.cont-1.json"
+    shutil.copy(TERMINUS / "agent" / "trajectory.cont-1.json", cont)
+    result = forensics.scan([str(cont)])
+    assert result.trajectories.height == 1
+    assert result.turns.height > 0
+
+
+def test_a_bad_step_is_rejected_with_its_json_path(tmp_path):
+    doc = json.loads((OPENHANDS / "agent" / "trajectory.json").read_text())
+    doc["steps"][1] = 42
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert (reject["json_path"], reject["reason"]) == ("$.steps[1]", "step is not a JSON object")
+    assert result.turns.height == 6
+
+
+def test_steps_of_the_wrong_type_are_rejected_at_their_path(tmp_path):
+    doc = json.loads((OPENHANDS / "agent" / "trajectory.json").read_text())
+    doc["steps"] = "none"
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(doc))
+    result = forensics.scan([str(path)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert (reject["json_path"], reject["reason"]) == ("$.steps", "steps is not an array")
+
+
+def test_a_finish_reason_an_agent_keeps_in_step_extra_is_read(tmp_path):
+    doc = json.loads((TERMINUS / "agent" / "trajectory.json").read_text())
+    doc.pop("continued_trajectory_ref")
+    doc["steps"][1]["extra"] = {"stop_reason": "max_tokens"}
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(doc, indent=2))
+    result = forensics.scan([str(path)])
+    agent = result.turns.filter(result.turns["actor"] == "agent")
+    assert agent["finish_reason"].to_list() == ["max_tokens", None, None]
+
+
+def test_a_cut_result_beside_a_trajectory_is_rejected_not_ignored(tmp_path):
+    trial = tmp_path / "job" / "hello-world__Cut"
+    shutil.copytree(OPENHANDS, trial)
+    text = (trial / "result.json").read_text()
+    (trial / "result.json").write_text(text[: len(text) // 2])
+    result = forensics.scan([str(trial)])
+    (reject,) = result.rejects.iter_rows(named=True)
+    assert reject["source_path"] == str(trial / "result.json")
+    assert reject["reason"].startswith("not a whole trial result")
+    (traj,) = result.trajectories.iter_rows(named=True)
+    assert traj["turn_count"] == 7 and traj["reward"] is None  # the trajectory is still read

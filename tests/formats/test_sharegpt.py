@@ -1,0 +1,108 @@
+"""ShareGPT conversations with Hermes <tool_call> text: hermes-agent trajectories and the Hermes
+function-calling dataset's own records."""
+
+from __future__ import annotations
+
+import json
+
+import forensics
+from forensics.ingest import detect
+from forensics.ingest.formats import sharegpt
+
+from conftest import DATA
+
+SHAREGPT = DATA / "traces" / "sharegpt"
+
+
+def found(result) -> list[tuple[str, str, int, int]]:
+    f = result.findings
+    return sorted(
+        zip(f["rule"], f["trajectory_id"], f["turn_index"], f["source_line"], strict=True)
+    )
+
+
+def test_hermes_agent_trajectories_turns_calls_and_reasoning(scan_of):
+    result = scan_of(SHAREGPT / "hermes_agent_trajectories.jsonl")
+    assert result.rejects.is_empty()
+    turns = result.turns.filter(result.turns["trajectory_id"].str.ends_with("trial-0"))
+    assert turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+    call_turn = turns.row(2, named=True)
+    assert call_turn["content"] == ""
+    assert call_turn["reasoning"] == "I should count the files with find."
+    assert call_turn["tool_calls"] == [
+        {
+            "id": "call_0",
+            "name": "terminal",
+            "arguments": '{"command": "find . -name \'*.py\' | wc -l"}',
+        }
+    ]
+    assert call_turn["model"] == "moonshotai/kimi-k2"
+    assert call_turn["tools_attached"] is True and call_turn["tool_count"] == 2
+    assert turns.row(3, named=True)["actor"] == "env"
+    failed = result.trajectories.filter(result.trajectories["trajectory_id"].str.ends_with("1"))
+    assert failed["termination_reason"].to_list() == ["incomplete"]
+
+
+def test_hermes_agent_failures_are_found_and_the_healthy_line_stays_clean(scan_of):
+    result = scan_of(SHAREGPT / "hermes_agent_trajectories.jsonl")
+    traj = "hermes_agent_trajectories/task-unknown/trial-1"
+    assert found(result) == [("malformed-tool-call", traj, 2, 2), ("unclosed-think", traj, 4, 2)]
+    bad = result.turns.filter(
+        (result.turns["trajectory_id"] == traj) & (result.turns["turn_index"] == 2)
+    ).row(0, named=True)
+    # The cut-off call stays a call, its raw text the arguments, so it is seen as malformed.
+    assert [c["name"] for c in bad["tool_calls"]] == ["web_search", "terminal"]
+    assert bad["tool_calls"][1]["arguments"].startswith('{"name": "terminal"')
+
+
+def test_hermes_dataset_card_records_python_dict_calls_parse_and_the_broken_one_is_found():
+    result = forensics.scan([str(SHAREGPT / "hermes_fc_v1_card.json")])
+    assert result.rejects.is_empty() and result.trajectories.height == 4
+    first = result.turns.filter(result.turns["task_id"] == "753d8365-0e54-43b1-9514-3f9b819fd31c")
+    call = first.row(2, named=True)["tool_calls"][0]
+    assert call["name"] == "search_flights"
+    assert json.loads(call["arguments"])["flexible_cancellation"] is True
+    traj = "hermes_fc_v1_card/task-afba1f0c-3212-467d-8594-d72a06da4d05/trial-0"
+    # Each turn of the pretty-printed array is located at its own line.
+    assert found(result) == [("malformed-tool-call", traj, 2, 42)]
+
+
+def test_split_calls_keeps_unparseable_and_unclosed_calls_visible():
+    text, calls = sharegpt.split_calls('a <tool_call>{"name": "f", "arguments": "{}"}</tool_call>')
+    assert text == "a" and calls == [{"id": "call_0", "name": "f", "arguments": "{}"}]
+    text, calls = sharegpt.split_calls('<tool_call>\n{"name": "g", "arguments": {"x": ')
+    assert text == "" and calls[0]["name"] == "g" and calls[0]["arguments"].endswith('{"x":')
+    _text, calls = sharegpt.split_calls("<tool_call>not json at all</tool_call>")
+    assert calls == [{"id": "call_0", "name": None, "arguments": "not json at all"}]
+
+
+def test_bad_records_are_rejected_with_their_line_and_the_rest_is_read(tmp_path):
+    good = json.dumps(
+        {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
+    )
+    lines = [good, "{not json", json.dumps({"conversations": "nope"}),
+             json.dumps({"conversations": [{"from": "narrator", "value": "x"}]}), good]  # fmt: skip
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = forensics.scan([str(path)])
+    assert result.files[0].format == sharegpt.FORMAT
+    assert sorted(result.trajectories["source_line"].to_list()) == [1, 4, 5]
+    rejects = sorted(zip(result.rejects["source_line"], result.rejects["reason"], strict=True))
+    assert [line for line, _ in rejects] == [2, 3, 4]
+    assert "unknown speaker 'narrator'" in rejects[2][1]
+
+
+def test_detection():
+    fmt, _why = detect((SHAREGPT / "hermes_agent_trajectories.jsonl").read_bytes()[:65536])
+    assert fmt is not None and fmt.name == sharegpt.FORMAT
+    fmt, _why = detect((SHAREGPT / "hermes_fc_v1_card.json").read_bytes()[:65536])
+    assert fmt is not None and fmt.name == sharegpt.FORMAT
+
+
+def test_glaive_style_function_call_speakers():
+    result = forensics.scan([str(SHAREGPT / "glaive_chatml_card.jsonl")])
+    assert result.rejects.is_empty() and result.findings.is_empty()
+    assert result.turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+    (call,) = result.turns["tool_calls"][2]
+    assert call["name"] == "create_contact"
+    assert json.loads(call["arguments"]) == {"name": "John Doe", "email": "johndoe@example.com"}
