@@ -1,32 +1,167 @@
 """Root causes as data: rules/causes.toml, merged with the causes.toml of each --rules directory.
 
 A cause groups the findings of the rules that point at it, names the downstream rules it
-explains, and holds fix templates whose {parameters} diagnosis/facts.py fills from the data.
-Files are read strictly (an unknown key names file and key). A later directory's cause with
-the same id replaces the earlier one; new ids add. A rule whose cause no file defines gets a
-cause of its own built from the rule (title, docs.fix), so a new rule needs no causes.toml
-entry to be diagnosed.
+explains, and holds fix templates whose {parameters} it declares beside them: each parameter
+is a DuckDB query over the cause's findings, turns and trajectories (diagnosis/facts.py runs
+them). A file may also declare parameters every cause gets (`[params]`), SQL macros the
+queries share (`[macro.NAME]`) and lookup tables of model families (`[lookup.NAME]`).
+
+Files are read strictly by msgspec (an unknown key names file and key; every {name} a fix
+names must be a declared parameter). A later directory's cause with the same id replaces the
+earlier one but keeps the parameters it does not redeclare; new ids add; macros, lookups and
+common parameters merge by name. A rule whose cause no file defines gets a cause of its own
+built from the rule (title, docs.fix), so a new rule needs no causes.toml entry to be diagnosed.
 """
 
 from __future__ import annotations
 
+import re
+import string
+import tomllib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from forensics.check.engine import CAUSES_FILE, Rule, RuleError, check_keys, read_toml
+import msgspec
 
-CAUSE_KEYS = ("id", "title", "order", "explains", "validate", "followup", "rules_to_zero", "fix")
-CAUSE_KEYS += ("class",)
+from forensics.check.engine import CAUSES_FILE, Rule, RuleError
+
 # Whose failure a cause is: "infra" (plumbing: configuration, parsers, providers, the harness,
 # the user simulator) or "model" (what the model did with a working setup). A cause no file
 # classes is "unclassified", and the score split says so instead of guessing.
 SCORE_CLASSES = ("infra", "model")
 UNCLASSIFIED = "unclassified"
-FIX_KEYS = ("action", "detail", "when")
 # Causes no file orders come after every declared one.
 FALLBACK_ORDER = 99
+# A parameter name; one that starts with "_" is a step other parameters read (getvariable),
+# never shown and never named by a fix.
+PARAM_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+MACRO_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+Text = Annotated[str, msgspec.Meta(min_length=1)]
+Scalar = str | int | float | bool
+
+
+# --- The file schema (msgspec) --------------------------------------------------------------
+
+
+class _Strict(msgspec.Struct, forbid_unknown_fields=True):
+    pass
+
+
+class ParamSpec(_Strict):
+    """`name = { sql = "…", default = … }`; `name = "select …"` is short for `{ sql = … }`."""
+
+    sql: Text
+    # The value when the query returns NULL (or no row); without one the fact is left out.
+    default: Scalar | None = None
+
+
+class FixSpec(_Strict):
+    action: str
+    detail: str
+    # A parameter: the fix is given only when it holds (is truthy) in the data.
+    when: str = ""
+
+
+class MacroSpec(_Strict):
+    """A DuckDB macro: CREATE MACRO name(args) AS sql."""
+
+    sql: Text
+    args: list[str] = []
+
+
+class _CauseEntry(_Strict, rename={"score_class": "class"}):
+    id: Text
+    title: Text
+    order: int
+    explains: list[str] = []
+    validate: str = ""
+    followup: str = ""
+    rules_to_zero: list[str] = []
+    fix: list[FixSpec] = []
+    score_class: str = UNCLASSIFIED
+    params: dict[str, Any] = {}
+
+    def __post_init__(self) -> None:
+        if self.score_class not in (*SCORE_CLASSES, UNCLASSIFIED):
+            raise ValueError(f"class must be one of {', '.join(SCORE_CLASSES)}")
+
+
+class _CauseFile(_Strict):
+    cause: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
+    macro: dict[str, MacroSpec] = {}
+    lookup: dict[str, dict[str, str]] = {}
+
+
+def _known(kind: type[msgspec.Struct]) -> str:
+    return ", ".join(f.encode_name for f in msgspec.structs.fields(kind))
+
+
+_WHERE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<key>[^`]+)`")
+
+
+def _convert(raw: Any, kind: type[Any], where: str, prefix: str, context: str = "") -> Any:
+    """msgspec.convert, its errors said as before: the file, then the dotted key.
+
+    An unknown key reads "FILE: unknown key cause.fix.whne (known: …)"; any other error
+    "FILE: CONTEXT: cause.order: expected `int`, got `str`" (context: which cause).
+    """
+    try:
+        return msgspec.convert(raw, kind, strict=True)
+    except msgspec.ValidationError as exc:
+        match = _WHERE.match(str(exc))
+        assert match is not None
+        what, path = match["what"], match["path"] or ""
+        # $.fix[0].whne -> fix.whne: list positions say nothing a reader of TOML can use.
+        dotted = ".".join(p for p in re.sub(r"\[[^\]]*\]", "", path).split(".") if p)
+        key = ".".join(p for p in (prefix, dotted) if p)
+        if unknown := _UNKNOWN.match(what):
+            name = ".".join(p for p in (key, unknown["key"]) if p)
+            sub = _sub_struct(kind, dotted)
+            listed = f" (known: {_known(sub)})" if sub else ""
+            raise RuleError(f"{where}: unknown key {name}{listed}") from None
+        text = what[0].lower() + what[1:] if what[:1].isupper() and what[1:2].islower() else what
+        about = ": ".join(p for p in (context, key) if p)
+        raise RuleError(f"{where}: {about + ': ' if about else ''}{text}") from None
+
+
+def _sub_struct(kind: type[Any], dotted: str) -> type[msgspec.Struct] | None:
+    """The Struct type at a dotted path of `kind` (fix -> FixSpec), for the known-keys list."""
+    current: Any = kind
+    for part in [p for p in dotted.split(".") if p]:
+        if not (isinstance(current, type) and issubclass(current, msgspec.Struct)):
+            return None
+        fields = {f.encode_name: f.type for f in msgspec.structs.fields(current)}
+        current = fields.get(part)
+        # list[FixSpec], dict[str, MacroSpec]: the element type.
+        args = getattr(current, "__args__", None)
+        if args:
+            current = args[-1]
+    if isinstance(current, type) and issubclass(current, msgspec.Struct):
+        return current
+    return None
+
+
+# --- What the rest of diagnosis reads -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    """A value fix texts name: the query that computes it, and where it was declared."""
+
+    name: str
+    sql: str
+    default: Scalar | None
+    source: str
+
+    @property
+    def hidden(self) -> bool:
+        return self.name.startswith("_")
 
 
 @dataclass
@@ -43,80 +178,159 @@ class CauseSpec:
     # Built from a rule because no causes.toml defines it (see fallback()).
     fallback: bool = field(default=False, compare=False)
     score_class: str = UNCLASSIFIED
+    # The parameters its fixes name, in the order they are computed (beyond the common ones).
+    params: dict[str, Param] = field(default_factory=dict, compare=False)
+    # The file that declared it ("" for a fallback).
+    source: str = field(default="", compare=False)
 
 
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+@dataclass(frozen=True)
+class Macro:
+    name: str
+    args: tuple[str, ...]
+    sql: str
+    source: str
 
 
-def _cause(raw: Any, where: str) -> CauseSpec:
-    if not isinstance(raw, dict):
-        raise RuleError(f"{where}: every [[cause]] must be a table")
-    check_keys(raw, CAUSE_KEYS, where, "cause.")
-    for key in ("id", "title"):
-        if not isinstance(raw.get(key), str) or not raw[key]:
-            raise RuleError(f"{where}: cause.{key} must be a non-empty string")
-    name = f"{where}: cause {raw['id']}"
-    if type(raw.get("order")) is not int:
-        raise RuleError(f"{name}: order must be an integer")
-    for key in ("explains", "rules_to_zero"):
-        if not _strings(raw.get(key, [])):
-            raise RuleError(f"{name}: {key} must be a list of rule ids")
-    for key in ("validate", "followup"):
-        if not isinstance(raw.get(key, ""), str):
-            raise RuleError(f"{name}: {key} must be a string")
-    if raw.get("class", UNCLASSIFIED) not in (*SCORE_CLASSES, UNCLASSIFIED):
-        raise RuleError(f"{name}: class must be one of {', '.join(SCORE_CLASSES)}")
-    fixes = raw.get("fix", [])
-    if not isinstance(fixes, list):
-        raise RuleError(f"{name}: fix must be [[cause.fix]] tables")
-    for fix in fixes:
-        if not isinstance(fix, dict):
-            raise RuleError(f"{name}: every [[cause.fix]] must be a table")
-        check_keys(fix, FIX_KEYS, where, "cause.fix.")
-        if not all(isinstance(fix.get(k), str) for k in ("action", "detail")):
-            raise RuleError(f"{name}: a fix needs action and detail text")
-        if not isinstance(fix.get("when", ""), str):
-            raise RuleError(f"{name}: fix.when must name a fact")
+@dataclass
+class CausePack:
+    """Every cause, with what their parameter queries share."""
+
+    causes: dict[str, CauseSpec] = field(default_factory=dict)
+    # Parameters every cause gets, computed before its own.
+    common: dict[str, Param] = field(default_factory=dict)
+    macros: dict[str, Macro] = field(default_factory=dict)
+    # name -> [(pattern, value)], the first pattern that matches (case-insensitive) wins.
+    lookups: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def update(self, other: CausePack) -> None:
+        """`other` (a later file) over this one: same names replace, new names add; a cause
+        that replaces another keeps the parameters it does not redeclare."""
+        for cid, spec in other.causes.items():
+            if cid in self.causes:
+                spec = replace(spec, params={**self.causes[cid].params, **spec.params})
+            self.causes[cid] = spec
+        self.common.update(other.common)
+        self.macros.update(other.macros)
+        self.lookups.update(other.lookups)
+
+    def params_of(self, spec: CauseSpec) -> dict[str, Param]:
+        """The parameters computed for a cause: the common ones, then its own (which may
+        redefine a common one)."""
+        return {**self.common, **spec.params}
+
+    def lookup(self, table: str, subject: str | None) -> str | None:
+        """The value of the first pattern of a lookup table that `subject` matches."""
+        if not subject:
+            return None
+        for pattern, value in self.lookups.get(table, []):
+            if re.search(pattern, subject, re.IGNORECASE):
+                return value
+        return None
+
+
+def _params(table: dict[str, Any], where: str, prefix: str, context: str = "") -> dict[str, Param]:
+    out: dict[str, Param] = {}
+    for name, raw in table.items():
+        key = f"{prefix}.{name}"
+        if not PARAM_NAME.fullmatch(name):
+            about = f"{context}: {key}" if context else key
+            raise RuleError(f"{where}: {about}: a parameter name is lower_snake_case")
+        spec = (
+            ParamSpec(sql=raw)
+            if isinstance(raw, str) and raw.strip()
+            else _convert(raw, ParamSpec, where, key, context)
+        )
+        out[name] = Param(name, spec.sql, spec.default, where)
+    return out
+
+
+def _cause(raw: dict[str, Any], where: str) -> CauseSpec:
+    cid = raw.get("id")
+    context = f"cause {cid}" if isinstance(cid, str) and cid else ""
+    entry: _CauseEntry = _convert(raw, _CauseEntry, where, "cause", context)
     return CauseSpec(
-        id=raw["id"],
-        title=raw["title"],
-        order=raw["order"],
-        explains=list(raw.get("explains", [])),
-        validate=raw.get("validate", ""),
-        rules_to_zero=list(raw.get("rules_to_zero", [])),
-        fixes=[dict(f) for f in fixes],
-        followup=raw.get("followup", ""),
-        score_class=raw.get("class", UNCLASSIFIED),
+        id=entry.id,
+        title=entry.title,
+        order=entry.order,
+        explains=list(entry.explains),
+        validate=entry.validate,
+        rules_to_zero=list(entry.rules_to_zero),
+        fixes=[_fix(f) for f in entry.fix],
+        followup=entry.followup,
+        score_class=entry.score_class,
+        params=_params(entry.params, where, "cause.params", context),
+        source=where,
     )
+
+
+def _fix(spec: FixSpec) -> dict[str, str]:
+    fix = {"action": spec.action, "detail": spec.detail}
+    if spec.when:
+        fix["when"] = spec.when
+    return fix
+
+
+def read_pack(path: Path) -> CausePack:
+    """One cause file, strictly checked. Parsed once per content: every scan reads the pack's
+    file, and a copy of what it holds is handed out (merging must not change the cache)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"{path}: {exc}") from None
+    parsed = _parsed(str(path), text)
+    return CausePack(
+        dict(parsed.causes), dict(parsed.common), dict(parsed.macros), dict(parsed.lookups)
+    )
+
+
+@lru_cache(maxsize=16)
+def _parsed(where: str, text: str) -> CausePack:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(f"{where}: {exc}") from None
+    data: _CauseFile = _convert(raw, _CauseFile, where, "")
+    pack = CausePack(common=_params(data.params, where, "params"))
+    for name, macro in data.macro.items():
+        if not MACRO_NAME.fullmatch(name) or not all(MACRO_NAME.fullmatch(a) for a in macro.args):
+            raise RuleError(f"{where}: macro.{name}: names are lower_snake_case")
+        pack.macros[name] = Macro(name, tuple(macro.args), macro.sql, where)
+    for name, table in data.lookup.items():
+        for pattern in table:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise RuleError(f"{where}: lookup.{name}: {pattern!r}: {exc}") from None
+        pack.lookups[name] = list(table.items())
+    for raw in data.cause:
+        spec = _cause(raw, where)
+        if spec.id in pack.causes:
+            raise RuleError(f"{where}: cause {spec.id} is defined twice")
+        pack.causes[spec.id] = spec
+    return pack
 
 
 def read_causes(path: Path) -> dict[str, CauseSpec]:
     """The causes of one file, strictly checked."""
-    data = read_toml(path)
-    check_keys(data, ("cause",), str(path))
-    causes = data.get("cause", [])
-    if not isinstance(causes, list):
-        raise RuleError(f"{path}: cause must be [[cause]] tables")
-    out: dict[str, CauseSpec] = {}
-    for raw in causes:
-        spec = _cause(raw, str(path))
-        if spec.id in out:
-            raise RuleError(f"{path}: cause {spec.id} is defined twice")
-        out[spec.id] = spec
-    return out
+    return read_pack(path).causes
 
 
-def load_causes(rules_dirs: Path | Sequence[Path | str]) -> dict[str, CauseSpec]:
-    """The causes.toml of each directory, in order: the same id replaces, a new id adds.
-    A directory without a causes.toml contributes nothing."""
+def load_pack(rules_dirs: Path | Sequence[Path | str]) -> CausePack:
+    """The causes.toml of each directory, in order (see CausePack.update). A directory without
+    a causes.toml contributes nothing."""
     dirs = [rules_dirs] if isinstance(rules_dirs, Path | str) else rules_dirs
-    merged: dict[str, CauseSpec] = {}
+    merged = CausePack()
     for directory in dirs:
         path = Path(directory) / CAUSES_FILE
         if path.is_file():
-            merged.update(read_causes(path))
+            merged.update(read_pack(path))
     return merged
+
+
+def load_causes(rules_dirs: Path | Sequence[Path | str]) -> dict[str, CauseSpec]:
+    """The merged causes of the directories' causes.toml files."""
+    return load_pack(rules_dirs).causes
 
 
 def _literal(text: str) -> str:
@@ -150,9 +364,35 @@ def fallback(cause_id: str, rules: Iterable[Rule]) -> CauseSpec:
     )
 
 
-def cause_specs(
-    rules: Sequence[Rule], rules_dirs: Sequence[Path | str] = ()
-) -> dict[str, CauseSpec]:
+def named(template: str) -> set[str]:
+    """The parameters a fix template names ({name}, {name:,}, {name!r})."""
+    return {
+        re.split(r"[.\[]", field_name, maxsplit=1)[0]
+        for _, field_name, _, _ in string.Formatter().parse(template)
+        if field_name is not None
+    }
+
+
+def check_templates(pack: CausePack) -> None:
+    """Every {name} and `when` of every fix is a parameter the cause computes: a typo fails
+    when the files load, not as "<name?>" in a report."""
+    for spec in pack.causes.values():
+        declared = {n for n, p in pack.params_of(spec).items() if not p.hidden}
+        for i, fix in enumerate(spec.fixes, 1):
+            try:
+                used = named(fix["action"]) | named(fix["detail"])
+            except ValueError as exc:  # a lone { or }
+                raise RuleError(f"{spec.source}: cause {spec.id}: fix {i}: {exc}") from None
+            if fix.get("when"):
+                used.add(fix["when"])
+            if missing := sorted(used - declared):
+                raise RuleError(
+                    f"{spec.source}: cause {spec.id}: fix {i} names {missing[0]}, which is not "
+                    f"a parameter of the cause (declared: {', '.join(sorted(declared))})"
+                )
+
+
+def cause_pack(rules: Sequence[Rule], rules_dirs: Sequence[Path | str] = ()) -> CausePack:
     """Every cause the rules point at, plus every declared one: the default pack's causes.toml,
     then those of the directories the rules were loaded from, then the given ones; a fallback
     for each cause no file defines."""
@@ -160,7 +400,15 @@ def cause_specs(
     for d in [*(d for r in rules for d in r.pack_dirs), *map(str, rules_dirs)]:
         if d not in dirs:
             dirs.append(d)
-    specs = load_causes(dirs)
-    for cause_id in sorted({r.cause for r in rules} - set(specs)):
-        specs[cause_id] = fallback(cause_id, rules)
-    return specs
+    pack = load_pack(dirs)
+    for cause_id in sorted({r.cause for r in rules} - set(pack.causes)):
+        pack.causes[cause_id] = fallback(cause_id, rules)
+    check_templates(pack)
+    return pack
+
+
+def cause_specs(
+    rules: Sequence[Rule], rules_dirs: Sequence[Path | str] = ()
+) -> dict[str, CauseSpec]:
+    """The causes of cause_pack()."""
+    return cause_pack(rules, rules_dirs).causes
