@@ -1,4 +1,5 @@
-"""Root causes as data: rules/causes.toml, merged with the causes.toml of each --rules directory.
+"""Root causes as data: rules/causes.toml and rules/causes/*.toml, merged with the cause files of
+each --rules directory.
 
 A cause groups the findings of the rules that point at it, names the downstream rules it
 explains, and holds fix templates whose {parameters} it declares beside them: each parameter
@@ -39,6 +40,8 @@ FALLBACK_ORDER = 99
 # never shown and never named by a fix.
 PARAM_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 MACRO_NAME = re.compile(r"[a-z][a-z0-9_]*")
+# A directory of cause files beside causes.toml, one cause per file.
+CAUSES_DIR = "causes"
 
 Text = Annotated[str, msgspec.Meta(min_length=1)]
 Scalar = str | int | float | bool
@@ -316,15 +319,29 @@ def read_causes(path: Path) -> dict[str, CauseSpec]:
     return read_pack(path).causes
 
 
+def cause_files(directory: Path) -> list[Path]:
+    """The cause files of a rule directory: causes.toml, then causes/*.toml (one file per cause,
+    as `forensics rules new` writes them), by name."""
+    files = [directory / CAUSES_FILE] if (directory / CAUSES_FILE).is_file() else []
+    return files + sorted(p for p in (directory / CAUSES_DIR).glob("*.toml") if p.is_file())
+
+
 def load_pack(rules_dirs: Path | Sequence[Path | str]) -> CausePack:
-    """The causes.toml of each directory, in order (see CausePack.update). A directory without
-    a causes.toml contributes nothing."""
+    """The cause files of each directory, in order (see CausePack.update). Within a directory a
+    cause is defined once; a directory without cause files contributes nothing."""
     dirs = [rules_dirs] if isinstance(rules_dirs, Path | str) else rules_dirs
     merged = CausePack()
     for directory in dirs:
-        path = Path(directory) / CAUSES_FILE
-        if path.is_file():
-            merged.update(read_pack(path))
+        own = CausePack()
+        where: dict[str, Path] = {}
+        for path in cause_files(Path(directory)):
+            pack = read_pack(path)
+            for cid in pack.causes:
+                if cid in where:
+                    raise RuleError(f"{path}: cause {cid} is defined in {where[cid]} already")
+                where[cid] = path
+            own.update(pack)
+        merged.update(own)
     return merged
 
 
