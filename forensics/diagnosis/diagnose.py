@@ -162,11 +162,11 @@ def diagnose(
     causes: list[Cause] = []
     for cid, own in owned.items():
         spec = specs[cid]
-        ids = set(own["trajectory_id"].to_list())
+        episodes = set(own["trajectory_id"].to_list())
         severity = max(own["severity"].to_list(), key=SEVERITY_WEIGHT.__getitem__)
         confidence = "hard" if "hard" in own["confidence"].to_list() else "heuristic"
         facts = _Facts(computed[cid])
-        fixes = []
+        fixes: list[dict[str, Any]] = []
         for fix in spec.fixes:
             if fix.get("when") and not facts.get(fix["when"]):
                 continue
@@ -194,9 +194,9 @@ def diagnose(
                 id=cid,
                 title=spec.title,
                 rules=sorted(own["rule"].unique().to_list()),
-                trajectories=len(ids),
+                trajectories=len(episodes),
                 turns=own.height,
-                reward_lost=lost(ids),
+                reward_lost=lost(episodes),
                 severity=severity,
                 confidence=confidence,
                 why_ranked="",
@@ -209,7 +209,7 @@ def diagnose(
                 rule_hits=own.height + sum(s.height for s in symptoms.get(cid, [])),
                 incident_rules=_incident_rules(incidents),
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
-                trajectory_ids=sorted(ids),
+                trajectory_ids=sorted(episodes),
                 facts=dict(facts),
                 score_class=spec.score_class,
             )

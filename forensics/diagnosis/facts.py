@@ -38,8 +38,6 @@ from forensics.diagnosis.causes import CausePack, CauseSpec
 
 CHARS_PER_TOKEN = 4.0  # English prose; only used when the log has no token counts
 ROW = "_row"
-# The session variable the views of the cause's share filter on: no parameter has this name.
-CAUSE = "cause id"
 _NEWEST = pl.CompatLevel.newest()
 _SHARES = ("findings", "turns", "trajectories", "labels")
 
@@ -129,27 +127,21 @@ def _connect(
     groups: Mapping[str, pl.DataFrame],
     turns: pl.DataFrame,
     trajectories: pl.DataFrame,
+    first: str,
 ) -> duckdb.DuckDBPyConnection:
-    """The tables and the views of one cause's share over them, then the macros: a macro binds
-    to the tables it reads when it is created."""
+    """The tables, with the share of the `first` cause, then the macros: a macro binds to the
+    tables it reads when it is created. Each cause's share is copied into the same tables when
+    its turn comes (see _share)."""
     con = _cursor()
     # Every turn of the scan stays where it is, not copied: few queries read it.
     con.register("all_turns", _arrow(turns.with_row_index(ROW)))
-    tables = {"lookups": _lookups(pack), "sglang_parsers": _sglang()}
-    tables |= {f"_{k}": _arrow(v) for k, v in _shares(groups, turns, trajectories).items()}
-    for name, table in tables.items():
+    for name, frame in _shares(groups, turns, trajectories).items():
+        con.register(f"_{name}", _arrow(frame))
+    for name, table in (("lookups", _lookups(pack)), ("sglang_parsers", _sglang())):
         con.register("_incoming", table)
-        # Copied: a query over a table of the connection's own costs a fraction of one over a
-        # registered Arrow table, and a cause runs dozens.
-        data = ", details::json as data" if name == "_findings" else ""
-        _exec(con, f"create temp table {name} as select *{data} from _incoming")
+        _exec(con, f"create temp table {name} as select * from _incoming")
     con.unregister("_incoming")
-    for name in _SHARES:
-        _exec(
-            con,
-            f"create temp view {name} as select * exclude (_cause) from _{name} "
-            f"where _cause = getvariable('{CAUSE}')",
-        )
+    _share(con, first)
     _exec(con, f"create temp macro chars_per_token() as {CHARS_PER_TOKEN!r}::double")
     for macro in pack.macros.values():
         try:
@@ -170,18 +162,36 @@ def compute(
     default."""
     if not groups:
         return {}
-    con = _connect(pack, groups, turns, trajectories)
+    first = next(iter(groups))
+    con = _connect(pack, groups, turns, trajectories, first)
     try:
-        return {cid: _cause(con, pack, pack.causes[cid]) for cid in groups}
+        out: dict[str, dict[str, Any]] = {}
+        for cid in groups:
+            if cid != first:
+                _share(con, cid)
+            out[cid] = _cause(con, pack, pack.causes[cid])
+        return out
     finally:
         con.close()
 
 
+def _share(con: duckdb.DuckDBPyConnection, cause_id: str) -> None:
+    """findings, turns, trajectories and labels: the share of one cause."""
+    statements = []
+    for name in _SHARES:
+        data = ", details::json as data" if name == "findings" else ""
+        # Copied into tables: a query over a table of the connection's own costs a third of one
+        # over a view or a registered Arrow table, and a cause runs dozens.
+        statements.append(
+            f"create or replace temp table {name} as "
+            f"select * exclude (_cause){data} from _{name} where _cause = $cause"
+        )
+    for statement in statements:
+        con.execute(statement, {"cause": cause_id}).fetchall()
+
+
 def _cause(con: duckdb.DuckDBPyConnection, pack: CausePack, spec: CauseSpec) -> dict[str, Any]:
     params = pack.params_of(spec)
-    # Nothing of the previous cause may be read as this one's.
-    resets = [f'reset variable "{n}"' for (n,) in _exec(con, _VARIABLES)]
-    _exec(con, ";\n".join([*resets, f"set variable \"{CAUSE}\" = '{_quote(spec.id)}'"]))
     for param in params.values():
         try:
             # A newline before the closing parenthesis: a query may end in a -- comment.
@@ -191,9 +201,13 @@ def _cause(con: duckdb.DuckDBPyConnection, pack: CausePack, spec: CauseSpec) -> 
                 f"{param.source}: cause {spec.id}: params.{param.name}: {exc}"
             ) from None
     shown = [p for p in params.values() if not p.hidden]
-    if not shown:
-        return {}
-    values = _exec(con, "select " + ", ".join(f"getvariable('{p.name}')" for p in shown))[0]
+    values = (
+        _exec(con, "select " + ", ".join(f"getvariable('{p.name}')" for p in shown))[0]
+        if shown
+        else ()
+    )
+    if params:  # nothing of this cause may be read as the next one's
+        _exec(con, ";\n".join(f'reset variable "{name}"' for name in params))
     out: dict[str, Any] = {}
     for param, value in zip(shown, values, strict=True):
         if value is None:
@@ -207,10 +221,3 @@ def _cause(con: duckdb.DuckDBPyConnection, pack: CausePack, spec: CauseSpec) -> 
             )
         out[param.name] = value
     return out
-
-
-_VARIABLES = f"select name from duckdb_variables() where name <> '{CAUSE}'"
-
-
-def _quote(text: str) -> str:
-    return text.replace("'", "''")

@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from forensics import atomic
@@ -219,13 +220,13 @@ def new_rule(
     for path in files:
         if path.exists():
             raise ScaffoldError(f"{path} exists already: not overwritten")
-    undo: list[Callable[[], None]] = []
+    undo: list[Callable[[], object]] = []
     try:
         for path, text in files.items():
             path.parent.mkdir(exist_ok=True)
             # "x": a file that appeared since the check above is still not overwritten.
             with path.open("x", encoding="utf-8") as f:
-                undo.append(lambda p=path: p.unlink(missing_ok=True))
+                undo.append(partial(path.unlink, missing_ok=True))
                 f.write(text)
         document = _catalogue(rules_dir, undo)
     except OSError as exc:
@@ -240,7 +241,7 @@ def new_rule(
     return Scaffold(paths[0], paths[1], paths[2], cause_file if own_cause else None, document)
 
 
-def _catalogue(rules_dir: Path, undo: list[Callable[[], None]]) -> Path | None:
+def _catalogue(rules_dir: Path, undo: list[Callable[[], object]]) -> Path | None:
     """Regenerate the rule table of the pack's catalogue document, when it has one."""
     document = catalogue.document(rules_dir)
     if document is None:
@@ -249,5 +250,5 @@ def _catalogue(rules_dir: Path, undo: list[Callable[[], None]]) -> Path | None:
     table = catalogue.markdown_table(engine.load_rules([rules_dir]))
     if catalogue.current(text) != table:
         atomic.write_text(document, catalogue.replaced(text, table))
-        undo.append(lambda: atomic.write_text(document, text))
+        undo.append(partial(atomic.write_text, document, text))
     return document
