@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from test_rule_fixtures import load_cases, problems, run_cases, snapshot, snapshot_diff, verdict
 
 import forensics
-from forensics import config, schema
+from forensics import config, content, schema
 from forensics.check import engine, params
 from forensics.cli import cli
 from forensics.diagnosis import causes, diagnose
@@ -167,35 +167,46 @@ def test_rules_new_points_at_a_cause_that_exists(tmp_path):
     assert not causes.cause_specs(engine.load_rules([rules]))["degenerate-repetition"].fallback
 
 
-def test_rules_new_defaults_to_this_checkout_from_any_directory(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_rules_new_goes_into_the_checkout_it_runs_in_else_this_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # in no checkout: this one, whatever the working directory
     assert scaffold.targets(None, None) == (ROOT / "rules", ROOT / "tests" / "rule_fixtures")
     assert scaffold.targets(tmp_path, None) == (tmp_path, tmp_path / "fixtures")
+    other = tmp_path / "other"  # in a checkout, from any of its directories: that one
+    (other / "rules").mkdir(parents=True)
+    (other / "tests" / "rule_fixtures").mkdir(parents=True)
+    monkeypatch.chdir(other / "tests")
+    rules, fixtures = other.resolve() / "rules", other.resolve() / "tests" / "rule_fixtures"
+    assert scaffold.targets(None, None) == (rules, fixtures)
+    assert scaffold.targets(other / "rules", None) == (other / "rules", fixtures)
     assert catalogue.document(ROOT / "rules") == ROOT / catalogue.CATALOGUE
     assert catalogue.document(tmp_path) is None
 
 
 def test_a_scaffolded_rule_passes_the_checks_of_the_suite(tmp_path, monkeypatch):
     """`forensics rules new` with no option, run from another directory, into a copy of this
-    checkout's rule pack: the new rule, its fixtures, snapshot, cause and the rule catalogue
-    pass what tests/test_rule_fixtures.py, the catalogue check, the sample-log tests and the cause
-    checks ask of every rule, with no other edit."""
+    checkout: the new rule, its fixtures, snapshot, cause and the catalogue pass what
+    test_rule_fixtures.py, the catalogue check, the sample-log tests and the cause checks ask of
+    every rule, with no other edit."""
     checkout = tmp_path / "checkout"
     shutil.copytree(PACK, checkout / "rules")
-    (checkout / "fixtures").mkdir()
+    (checkout / "tests" / "rule_fixtures").mkdir(parents=True)
     (checkout / "docs").mkdir()
     shutil.copy(ROOT / catalogue.CATALOGUE, checkout / catalogue.CATALOGUE)
-    rules, fixtures = checkout / "rules", checkout / "fixtures"
-    monkeypatch.setattr(scaffold, "checkout_dirs", lambda: (rules, fixtures))
+    rules, fixtures = checkout / "rules", checkout / "tests" / "rule_fixtures"
+    # forensics as if it ran from that checkout: its rule pack is the copy
+    monkeypatch.setattr(content, "CHECKOUT", checkout)
+    assert engine.default_rules_dir() == rules
+    samples = ("output2.txt", "tau_bench_results_control.json")
+    before = {name: forensics.scan([str(SAMPLES / name)]) for name in samples}
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     res = run("rules", "new", "long-turn")
     assert res.exit_code == 0, res.output
     assert f"updated the rule table of {checkout / catalogue.CATALOGUE}" in res.output
-    assert sorted(p.name for p in elsewhere.iterdir()) == []  # nothing lands where it ran
+    assert list(elsewhere.iterdir()) == []  # nothing lands where it ran
 
-    pack = engine.load_rules([rules])
+    pack = engine.load_rules()
     by_id = {r.id: r for r in pack}
     assert by_id["long-turn"].preview
     # test_rule_fixtures: well-formed cases, positive and negative, exactly the expected turns,
@@ -210,17 +221,20 @@ def test_a_scaffolded_rule_passes_the_checks_of_the_suite(tmp_path, monkeypatch)
     assert (
         snapshot_diff(fixtures / "long-turn.snap.json", snapshot("long-turn", cases, found)) is None
     )
-    # the catalogue is the pack's
-    readme = (checkout / catalogue.CATALOGUE).read_text(encoding="utf-8")
-    assert catalogue.current(readme) == catalogue.markdown_table(pack)
-    assert "| `long-turn` (preview) |" in readme
+    # the catalogue check
+    document = (checkout / catalogue.CATALOGUE).read_text(encoding="utf-8")
+    assert catalogue.current(document) == catalogue.markdown_table(pack)
+    assert "| `long-turn` (preview) |" in document
     # test_sample_logs: the example fires on no real log, so every pinned finding and cause
     # stays as it is
-    for name in ("output2.txt", "tau_bench_results_control.json"):
-        alone = forensics.scan([str(SAMPLES / name)])
-        more = forensics.scan([str(SAMPLES / name)], rules_dirs=[rules])
-        assert more.findings["finding_id"].to_list() == alone.findings["finding_id"].to_list()
-        assert [c.id for c in more.diagnosis.causes] == [c.id for c in alone.diagnosis.causes]
+    for name in samples:
+        after = forensics.scan([str(SAMPLES / name)])
+        assert (
+            after.findings["finding_id"].to_list() == before[name].findings["finding_id"].to_list()
+        )
+        assert [c.id for c in after.diagnosis.causes] == [
+            c.id for c in before[name].diagnosis.causes
+        ]
     # the cause files still load, every cause has a class, and the new cause's fix quotes the
     # findings' numbers
     specs = causes.cause_specs(pack)
@@ -228,7 +242,7 @@ def test_a_scaffolded_rule_passes_the_checks_of_the_suite(tmp_path, monkeypatch)
     text = "A long turn, an example of long-turn. " * 3
     turns, trajectories = episode_tables({"a": [{"role": "assistant", "content": text}]})
     found = engine.check(turns, trajectories, pack).findings
-    d = diagnose.diagnose(found, turns, trajectories, pack, PACK)
+    d = diagnose.diagnose(found, turns, trajectories, pack, rules)
     (cause,) = d.causes
     assert cause.id == "long-turn" and cause.rules == ["long-turn"]
     chars = len(text.strip())
@@ -348,19 +362,19 @@ def test_causes_toml_in_a_rules_directory_is_merged_over_the_pack(tmp_path):
 @pytest.mark.parametrize(
     ("text", "key"),
     [
-        ('[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nexplain = []\n', "cause.explain"),
+        ('[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nexplain = []\n', "cause[0].explain"),
         (
             '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\n[[cause.fix]]\naction = "a"\n'
             'detail = "d"\nwhne = "k"\n',
-            "cause.fix.whne",
+            "cause[0].fix[0].whne",
         ),
         ("causes = []\n", "causes"),
         (
             '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\n[cause.params.n]\nsql = "select 1"\n'
             "dflt = 0\n",
-            "cause.params.n.dflt",
+            "cause[0].params.n.dflt",
         ),
-        ('[macro.m]\nsql = "1"\nargs = []\nbody = "2"\n', "macro.body"),
+        ('[macro.m]\nsql = "1"\nargs = []\nbody = "2"\n', "macro.m.body"),
     ],
 )
 def test_cause_files_are_strict(tmp_path, text, key):
@@ -373,17 +387,17 @@ def test_a_broken_causes_toml_in_a_rules_directory_stops_the_scan(tmp_path):
     rule_file(tmp_path, "causes.toml", '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nfixes = []\n')
     res = run("scan", str(SAMPLES / "output2.txt"), "--no-report", "--rules", str(tmp_path))
     assert res.exit_code == 2
-    assert f"{tmp_path / 'causes.toml'}: unknown key cause.fixes" in res.output
+    assert f"{tmp_path / 'causes.toml'}: unknown key cause[0].fixes" in res.output
 
 
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ('order = "1"', "cause x: cause.order: expected `int`, got `str`"),
+        ('order = "1"', "cause[0].order must be an integer"),
         ('order = 1\nclass = "user"', "class must be one of infra, model"),
-        ('order = 1\nexplains = "x"', "cause x: cause.explains: expected `array`, got `str`"),
-        ("order = 1\nparams = { n = 3 }", "cause x: cause.params.n: expected `object`, got `int`"),
-        ('order = 1\nparams = { N = "select 1" }', "cause.params.N: a parameter name is"),
+        ('order = 1\nexplains = "x"', "cause[0].explains must be a list"),
+        ("order = 1\nparams = { n = 3 }", "cause[0].params.n must be a table"),
+        ('order = 1\nparams = { N = "select 1" }', "cause x: params.N: a parameter name is"),
         (
             'order = 1\n[[cause.fix]]\naction = "{nope} twice"\ndetail = "d"',
             "cause x: fix 1 names nope, which is not a parameter of the cause",

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from forensics.check import rulefile
 from forensics.check.engine import CAUSES_FILE, Rule, RuleError
 
 # Whose failure a cause is: "infra" (plumbing: configuration, parsers, providers, the harness,
@@ -47,14 +48,10 @@ Text = Annotated[str, msgspec.Meta(min_length=1)]
 Scalar = str | int | float | bool
 
 
-# --- The file schema (msgspec) --------------------------------------------------------------
+# --- The file schema: msgspec Structs, converted as rule files are (check/rulefile.py) ------
 
 
-class _Strict(msgspec.Struct, forbid_unknown_fields=True):
-    pass
-
-
-class ParamSpec(_Strict):
+class ParamTable(msgspec.Struct, forbid_unknown_fields=True):
     """`name = { sql = "…", default = … }`; `name = "select …"` is short for `{ sql = … }`."""
 
     sql: Text
@@ -62,21 +59,21 @@ class ParamSpec(_Strict):
     default: Scalar | None = None
 
 
-class FixSpec(_Strict):
+class FixEntry(msgspec.Struct, forbid_unknown_fields=True):
     action: str
     detail: str
     # A parameter: the fix is given only when it holds (is truthy) in the data.
     when: str = ""
 
 
-class MacroSpec(_Strict):
+class MacroEntry(msgspec.Struct, forbid_unknown_fields=True):
     """A DuckDB macro: CREATE MACRO name(args) AS sql."""
 
     sql: Text
     args: list[str] = []
 
 
-class _CauseEntry(_Strict, rename={"score_class": "class"}):
+class CauseEntry(msgspec.Struct, forbid_unknown_fields=True, rename={"score_class": "class"}):
     id: Text
     title: Text
     order: int
@@ -84,70 +81,22 @@ class _CauseEntry(_Strict, rename={"score_class": "class"}):
     validate: str = ""
     followup: str = ""
     rules_to_zero: list[str] = []
-    fix: list[FixSpec] = []
+    fix: list[FixEntry] = []
     score_class: str = UNCLASSIFIED
-    params: dict[str, Any] = {}
+    params: dict[str, ParamTable] = {}
 
     def __post_init__(self) -> None:
         if self.score_class not in (*SCORE_CLASSES, UNCLASSIFIED):
             raise ValueError(f"class must be one of {', '.join(SCORE_CLASSES)}")
 
 
-class _CauseFile(_Strict):
-    cause: list[dict[str, Any]] = []
-    params: dict[str, Any] = {}
-    macro: dict[str, MacroSpec] = {}
+class CauseFile(msgspec.Struct, forbid_unknown_fields=True):
+    """A cause file: rules/causes.toml, rules/causes/*.toml or those of a --rules directory."""
+
+    cause: list[CauseEntry] = []
+    params: dict[str, ParamTable] = {}
+    macro: dict[str, MacroEntry] = {}
     lookup: dict[str, dict[str, str]] = {}
-
-
-def _known(kind: type[msgspec.Struct]) -> str:
-    return ", ".join(f.encode_name for f in msgspec.structs.fields(kind))
-
-
-_WHERE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
-_UNKNOWN = re.compile(r"Object contains unknown field `(?P<key>[^`]+)`")
-
-
-def _convert(raw: Any, kind: type[Any], where: str, prefix: str, context: str = "") -> Any:
-    """msgspec.convert, its errors said as before: the file, then the dotted key.
-
-    An unknown key reads "FILE: unknown key cause.fix.whne (known: …)"; any other error
-    "FILE: CONTEXT: cause.order: expected `int`, got `str`" (context: which cause).
-    """
-    try:
-        return msgspec.convert(raw, kind, strict=True)
-    except msgspec.ValidationError as exc:
-        match = _WHERE.match(str(exc))
-        assert match is not None
-        what, path = match["what"], match["path"] or ""
-        # $.fix[0].whne -> fix.whne: list positions say nothing a reader of TOML can use.
-        dotted = ".".join(p for p in re.sub(r"\[[^\]]*\]", "", path).split(".") if p)
-        key = ".".join(p for p in (prefix, dotted) if p)
-        if unknown := _UNKNOWN.match(what):
-            name = ".".join(p for p in (key, unknown["key"]) if p)
-            sub = _sub_struct(kind, dotted)
-            listed = f" (known: {_known(sub)})" if sub else ""
-            raise RuleError(f"{where}: unknown key {name}{listed}") from None
-        text = what[0].lower() + what[1:] if what[:1].isupper() and what[1:2].islower() else what
-        about = ": ".join(p for p in (context, key) if p)
-        raise RuleError(f"{where}: {about + ': ' if about else ''}{text}") from None
-
-
-def _sub_struct(kind: type[Any], dotted: str) -> type[msgspec.Struct] | None:
-    """The Struct type at a dotted path of `kind` (fix -> FixSpec), for the known-keys list."""
-    current: Any = kind
-    for part in [p for p in dotted.split(".") if p]:
-        if not (isinstance(current, type) and issubclass(current, msgspec.Struct)):
-            return None
-        fields = {f.encode_name: f.type for f in msgspec.structs.fields(current)}
-        current = fields.get(part)
-        # list[FixSpec], dict[str, MacroSpec]: the element type.
-        args = getattr(current, "__args__", None)
-        if args:
-            current = args[-1]
-    if isinstance(current, type) and issubclass(current, msgspec.Struct):
-        return current
-    return None
 
 
 # --- What the rest of diagnosis reads -------------------------------------------------------
@@ -232,26 +181,23 @@ class CausePack:
         return None
 
 
-def _params(table: dict[str, Any], where: str, prefix: str, context: str = "") -> dict[str, Param]:
+def _params(table: dict[str, ParamTable], where: str, key: str) -> dict[str, Param]:
     out: dict[str, Param] = {}
-    for name, raw in table.items():
-        key = f"{prefix}.{name}"
+    for name, entry in table.items():
         if not PARAM_NAME.fullmatch(name):
-            about = f"{context}: {key}" if context else key
-            raise RuleError(f"{where}: {about}: a parameter name is lower_snake_case")
-        spec = (
-            ParamSpec(sql=raw)
-            if isinstance(raw, str) and raw.strip()
-            else _convert(raw, ParamSpec, where, key, context)
-        )
-        out[name] = Param(name, spec.sql, spec.default, where)
+            raise RuleError(f"{where}: {key}.{name}: a parameter name is lower_snake_case")
+        if not entry.sql.strip():
+            raise RuleError(f"{where}: {key}.{name}: the query is empty")
+        out[name] = Param(name, entry.sql, entry.default, where)
     return out
 
 
-def _cause(raw: dict[str, Any], where: str) -> CauseSpec:
-    cid = raw.get("id")
-    context = f"cause {cid}" if isinstance(cid, str) and cid else ""
-    entry: _CauseEntry = _convert(raw, _CauseEntry, where, "cause", context)
+def _cause(entry: CauseEntry, where: str) -> CauseSpec:
+    fixes = []
+    for fix in entry.fix:
+        fixes.append({"action": fix.action, "detail": fix.detail})
+        if fix.when:
+            fixes[-1]["when"] = fix.when
     return CauseSpec(
         id=entry.id,
         title=entry.title,
@@ -259,19 +205,12 @@ def _cause(raw: dict[str, Any], where: str) -> CauseSpec:
         explains=list(entry.explains),
         validate=entry.validate,
         rules_to_zero=list(entry.rules_to_zero),
-        fixes=[_fix(f) for f in entry.fix],
+        fixes=fixes,
         followup=entry.followup,
         score_class=entry.score_class,
-        params=_params(entry.params, where, "cause.params", context),
+        params=_params(entry.params, where, f"cause {entry.id}: params"),
         source=where,
     )
-
-
-def _fix(spec: FixSpec) -> dict[str, str]:
-    fix = {"action": spec.action, "detail": spec.detail}
-    if spec.when:
-        fix["when"] = spec.when
-    return fix
 
 
 def read_pack(path: Path) -> CausePack:
@@ -293,7 +232,10 @@ def _parsed(where: str, text: str) -> CausePack:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RuleError(f"{where}: {exc}") from None
-    data: _CauseFile = _convert(raw, _CauseFile, where, "")
+    try:
+        data = rulefile.convert(_spelt_out(raw), CauseFile, where)
+    except rulefile.RuleFileError as exc:
+        raise RuleError(str(exc)) from None
     pack = CausePack(common=_params(data.params, where, "params"))
     for name, macro in data.macro.items():
         if not MACRO_NAME.fullmatch(name) or not all(MACRO_NAME.fullmatch(a) for a in macro.args):
@@ -306,12 +248,31 @@ def _parsed(where: str, text: str) -> CausePack:
             except re.error as exc:
                 raise RuleError(f"{where}: lookup.{name}: {pattern!r}: {exc}") from None
         pack.lookups[name] = list(table.items())
-    for raw in data.cause:
-        spec = _cause(raw, where)
+    for entry in data.cause:
+        spec = _cause(entry, where)
         if spec.id in pack.causes:
             raise RuleError(f"{where}: cause {spec.id} is defined twice")
         pack.causes[spec.id] = spec
     return pack
+
+
+def _spelt_out(raw: dict[str, Any]) -> dict[str, Any]:
+    """The document with each `name = "select …"` written as `name = { sql = "select …" }`."""
+
+    def tables(params: Any) -> Any:
+        if not isinstance(params, dict):
+            return params
+        return {k: {"sql": v} if isinstance(v, str) else v for k, v in params.items()}
+
+    out = dict(raw)
+    if "params" in out:
+        out["params"] = tables(out["params"])
+    if isinstance(out.get("cause"), list):
+        out["cause"] = [
+            {**c, "params": tables(c["params"])} if isinstance(c, dict) and "params" in c else c
+            for c in out["cause"]
+        ]
+    return out
 
 
 def read_causes(path: Path) -> dict[str, CauseSpec]:

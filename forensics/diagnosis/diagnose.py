@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -87,14 +87,14 @@ class Diagnosis:
     score: ScoreSplit | None = None
 
 
-class _Facts(dict):
+class _Facts(dict[str, Any]):
     """Fix-text parameters; a missing one renders visibly instead of raising."""
 
     def __missing__(self, key: str) -> str:
         return f"<{key}?>"
 
 
-def _rank_key(c: Cause, order: int) -> tuple:
+def _rank_key(c: Cause, order: int) -> tuple[float, float, int, str]:
     impact = c.trajectories * SEVERITY_WEIGHT[c.severity] * CONFIDENCE_WEIGHT[c.confidence]
     return (-impact, -c.reward_lost, order, c.id)
 
@@ -112,9 +112,7 @@ def diagnose(
     pack = cause_pack(rules, dirs)
     specs = pack.causes
     rule_by_id = {r.id: r for r in rules}
-    rewards = dict(
-        trajectories.select("trajectory_id", "reward").iter_rows()  # type: ignore[arg-type]
-    )
+    rewards = dict(trajectories.select("trajectory_id", "reward").iter_rows())
 
     def lost(ids: set[str]) -> float:
         return round(sum(1.0 - rewards[i] for i in ids if rewards.get(i) is not None), 3)
@@ -278,7 +276,7 @@ def _keep(
         named = [str(t) for t in clean["task_id"].drop_nulls().to_list()[:5]]
         tasks = f" (task {', '.join(named)})" if named else ""
         rewards = clean["reward"].drop_nulls()
-        mean = f"; mean reward {rewards.mean():.2f}" if rewards.len() else ""
+        mean = f"; mean reward {cast(float, rewards.mean()):.2f}" if rewards.len() else ""
         noun = "trajectory" if clean.height == 1 else "trajectories"
         # Scoring is vouched for only where there are scores (a capture has none).
         works = "the harness, tools and scoring work" if rewards.len() else "the setup works"

@@ -3,12 +3,12 @@
 It writes the rule (`status = "preview"`, every section, one example parameter), its fixtures
 (one positive and one negative case), the snapshot of what the positive case finds, and the
 rule's cause (`causes/ID.toml`: a fix that quotes a number from the findings, declared as a
-query) unless a cause of that id exists already, which the rule then points at. The pack's rule
-catalogue (docs/rules.md) is regenerated. Everything works as written: the example reports
-long assistant turns that carry its own marker, so it fires on its fixtures and on no real log,
-and the whole suite passes before the first edit and keeps passing edit by edit. No file is
-ever overwritten; without --dir the rule goes into this checkout, whatever the working
-directory.
+query) unless a cause of that id exists already, which the rule then points at, and, for a rule
+of the built-in pack, the catalogue (docs/rules.md). Everything works as written: the example
+reports long assistant turns that carry its own marker, so it fires on its fixtures and on no
+real log, and the whole suite passes before the first edit and keeps passing edit by edit. No
+file is ever overwritten. Without --dir the rule goes into the checkout the working directory is
+in, else into the one forensics runs from, whatever the working directory.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from forensics import atomic
+from forensics import atomic, content
 from forensics.check import engine
-from forensics.content import CHECKOUT
 from forensics.diagnosis import causes
 from forensics.tools import rule_catalogue as catalogue
 
@@ -135,26 +134,33 @@ class Scaffold:
     catalogue: Path | None
 
 
-def checkout_dirs() -> tuple[Path, Path] | None:
-    """rules/ and tests/rule_fixtures/ of this source checkout (None for an installed wheel,
-    whose rule pack is not there to be edited)."""
-    rules, fixtures = CHECKOUT / "rules", CHECKOUT / "tests" / "rule_fixtures"
-    return (rules, fixtures) if rules.is_dir() and fixtures.is_dir() else None
+def checkout_dirs(start: Path | None = None) -> tuple[Path, Path] | None:
+    """rules/ and tests/rule_fixtures/ of the checkout the working directory (`start`) is in,
+    else of the source checkout forensics runs from; None when there is neither (an installed
+    wheel, whose rule pack is not there to be edited, run outside any checkout)."""
+    here = (start or Path.cwd()).resolve()
+    for root in (here, *here.parents, content.CHECKOUT):
+        rules, fixtures = root / "rules", root / "tests" / "rule_fixtures"
+        if rules.is_dir() and fixtures.is_dir():
+            return rules, fixtures
+    return None
 
 
 def targets(rules_dir: Path | None, fixtures_dir: Path | None) -> tuple[Path, Path]:
-    """Where the files go: the given directories; without --dir this checkout's rule pack and
-    its fixtures; with --dir alone, DIR/fixtures (made when the files are written)."""
-    pack = checkout_dirs()
+    """Where the files go: the given directories; without --dir the rule pack and fixtures of
+    the checkout (checkout_dirs); with --dir alone, DIR/fixtures (made when written) unless DIR
+    is a checkout's rules/."""
     if rules_dir is None:
-        if pack is None:
-            raise ScaffoldError("no source checkout to add the rule to: pass --dir")
-        rules_dir = pack[0]
+        found = checkout_dirs()
+        if found is None:
+            raise ScaffoldError("no checkout to add the rule to here: pass --dir")
+        rules_dir = found[0]
     if not rules_dir.is_dir():
         raise ScaffoldError(f"{rules_dir}: no such directory (pass --dir)")
     if fixtures_dir is None:
-        in_pack = pack is not None and rules_dir.resolve() == pack[0].resolve()
-        return rules_dir, pack[1] if pack and in_pack else rules_dir / "fixtures"
+        found = checkout_dirs(rules_dir)
+        in_pack = found is not None and found[0] == rules_dir.resolve()
+        return rules_dir, found[1] if found and in_pack else rules_dir / "fixtures"
     if not fixtures_dir.is_dir():
         raise ScaffoldError(f"{fixtures_dir}: no such directory (pass --fixtures-dir)")
     return rules_dir, fixtures_dir
@@ -242,12 +248,13 @@ def new_rule(
 
 
 def _catalogue(rules_dir: Path, undo: list[Callable[[], object]]) -> Path | None:
-    """Regenerate the rule table of the pack's catalogue document, when it has one."""
-    document = catalogue.document(rules_dir)
-    if document is None:
+    """Regenerate the rule table of the catalogue (docs/rules.md) when the rule went into the
+    pack it documents; a --rules directory of one's own has no catalogue."""
+    pack = engine.default_rules_dir()
+    if rules_dir.resolve() != pack.resolve() or (document := catalogue.document(pack)) is None:
         return None
     text = document.read_text(encoding="utf-8")
-    table = catalogue.markdown_table(engine.load_rules([rules_dir]))
+    table = catalogue.markdown_table(engine.load_rules())
     if catalogue.current(text) != table:
         atomic.write_text(document, catalogue.replaced(text, table))
         undo.append(partial(atomic.write_text, document, text))
