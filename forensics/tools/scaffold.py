@@ -26,7 +26,8 @@ from forensics.diagnosis import causes
 from forensics.tools import rule_catalogue as catalogue
 
 ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
-# The example's threshold, and the text its positive case says: a marker no real log has.
+# The example's threshold (its default in RULE_TEMPLATE), and the text its positive case says:
+# a marker no real log has.
 MAX_CHARS = 40
 POSITIVE = "TODO: a turn that shows the problem (an example of {id}), long enough to fire."
 NEGATIVE = "TODO: short."
@@ -36,7 +37,7 @@ title = "TODO: what goes wrong, in one line"
 severity = "medium"       # info, low, medium, high or critical
 confidence = "heuristic"  # hard: provable from the record alone; heuristic: can be wrong
 # The cause diagnosis groups the findings under (causes/{id}.toml, or rules/causes.toml).
-cause = "{cause}"
+cause = "{id}"
 summary = "TODO: what the rule reports, in one sentence (forensics rules, SARIF)."
 # preview: runs and reports like any rule, but is not yet measured on the accuracy corpus
 # (tests/data/accuracy). Delete this line once labelled corpus cases cover the rule.
@@ -50,7 +51,7 @@ requires = [["content"]]
 # ([tool.forensics] params = {{ {id} = {{ max_chars = 80 }} }}) and per fixture case
 # ("params": {{"max_chars": 80}}). An example: rename it or delete it with its use below.
 [params.max_chars]
-default = {max_chars}
+default = 40
 doc = "Visible characters above which an assistant turn is reported."
 
 [docs]
@@ -215,9 +216,7 @@ def new_rule(
     own_cause = not _existing_cause(rule_id, rules_dir)
     cause_file = rules_dir / causes.CAUSES_DIR / f"{rule_id}.toml"
     files: dict[Path, str] = {
-        rules_dir / f"{rule_id}.toml": RULE_TEMPLATE.format(
-            id=rule_id, cause=rule_id, max_chars=MAX_CHARS
-        ),
+        rules_dir / f"{rule_id}.toml": RULE_TEMPLATE.format(id=rule_id),
         fixtures_dir / f"{rule_id}.jsonl": fixtures(rule_id),
         fixtures_dir / f"{rule_id}.snap.json": snapshot(rule_id),
     }
