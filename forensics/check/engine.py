@@ -97,15 +97,6 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise RuleError(f"{path}: {exc}") from None
 
 
-def check_keys(table: dict[str, Any], known: Any, where: str, prefix: str = "") -> None:
-    """Raise RuleError naming the file and the first key of `table` that is not in `known`.
-
-    Rule files no longer use it (rulefile.RuleFile forbids unknown keys); diagnosis/causes.py
-    reads causes.toml with it until that file has Structs of its own."""
-    if unknown := sorted(set(table) - set(known)):
-        raise RuleError(f"{where}: unknown key {prefix}{unknown[0]} (known: {', '.join(known)})")
-
-
 def load_rule(path: Path) -> Rule:
     try:
         spec = rulefile.convert(read_toml(path), rulefile.RuleFile, str(path))

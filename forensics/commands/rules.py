@@ -96,29 +96,34 @@ def readme(path: Path, check: bool) -> None:
 @click.option(
     "--dir",
     "rules_dir",
-    default="rules",
-    show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory of the rule file.",
+    help="Directory of the rule file (default: rules/ of the checkout you are in, else of the "
+    "one forensics runs from).",
 )
 @click.option(
     "--fixtures-dir",
-    default="tests/rule_fixtures",
-    show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory of the fixture file.",
+    help="Directory of the fixture files (default: tests/rule_fixtures/ of that checkout, or "
+    "DIR/fixtures for a --dir of your own).",
 )
-def new(rule_id: str, rules_dir: Path, fixtures_dir: Path) -> None:
-    """Scaffold a preview rule (DIR/ID.toml) and its fixtures (ID.jsonl); never overwrites."""
+def new(rule_id: str, rules_dir: Path | None, fixtures_dir: Path | None) -> None:
+    """Scaffold a preview rule with its fixtures, snapshot and cause; never overwrites."""
     from forensics.tools import scaffold
 
     try:
         made = scaffold.new_rule(rule_id, rules_dir, fixtures_dir)
     except scaffold.ScaffoldError as exc:
         fail(str(exc))
-    click.echo(f'created {made.rule} (status = "preview")\ncreated {made.fixtures}')
+    click.echo(f'created {made.rule} (status = "preview")')
+    for path in (made.fixtures, made.snapshot, made.cause):
+        if path is not None:
+            click.echo(f"created {path}")
+    if made.cause is None:
+        click.echo(f"cause: {rule_id}, declared already")
+    if made.catalogue is not None:
+        click.echo(f"updated the rule table of {made.catalogue}")
     click.echo(
-        "next: write the query and the cases, then\n"
+        "next: write the query, the cases and the cause's fix, then\n"
         f"  pytest tests/test_rule_fixtures.py -k {rule_id} --update-snapshots\n"
         "  forensics rules readme"
     )

@@ -1,8 +1,8 @@
 """Findings -> root causes, ranked, with fixes whose parameters come from the data.
 
-Causes, their fixes and what each explains are data (rules/causes.toml, read by
-diagnosis/causes.py, which also builds a cause for a rule no file defines); diagnosis/facts.py
-computes the parameters the fix texts name. This module groups findings under causes,
+Causes, their fixes, the parameters the fixes name and what each cause explains are data
+(rules/causes.toml, read by diagnosis/causes.py, which also builds a cause for a rule no file
+defines); diagnosis/facts.py runs the parameter queries. This module groups findings under causes,
 attributes downstream symptoms to the upstream cause that explains them, ranks the causes and
 writes the keep list, the validation plan and the verdict.
 """
@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
 from forensics.check.engine import Rule
-from forensics.diagnosis.causes import UNCLASSIFIED, cause_specs
-from forensics.diagnosis.facts import TOOL_CALL_PARSERS, cause_facts, match_model
+from forensics.diagnosis.causes import UNCLASSIFIED, CausePack, cause_pack
+from forensics.diagnosis.facts import compute as cause_facts
 from forensics.ingest import spec_of
 from forensics.schema import SEVERITIES
 from forensics.wording import agree
@@ -87,14 +87,14 @@ class Diagnosis:
     score: ScoreSplit | None = None
 
 
-class _Facts(dict):
+class _Facts(dict[str, Any]):
     """Fix-text parameters; a missing one renders visibly instead of raising."""
 
     def __missing__(self, key: str) -> str:
         return f"<{key}?>"
 
 
-def _rank_key(c: Cause, order: int) -> tuple:
+def _rank_key(c: Cause, order: int) -> tuple[float, float, int, str]:
     impact = c.trajectories * SEVERITY_WEIGHT[c.severity] * CONFIDENCE_WEIGHT[c.confidence]
     return (-impact, -c.reward_lost, order, c.id)
 
@@ -109,11 +109,10 @@ def diagnose(
     """rules_dir: the directories whose causes.toml to merge, after those the rules were
     loaded from (engine.Rule.pack_dirs); a cause no file defines falls back to its rule."""
     dirs = [rules_dir] if isinstance(rules_dir, Path) else list(rules_dir)
-    specs = cause_specs(rules, dirs)
+    pack = cause_pack(rules, dirs)
+    specs = pack.causes
     rule_by_id = {r.id: r for r in rules}
-    rewards = dict(
-        trajectories.select("trajectory_id", "reward").iter_rows()  # type: ignore[arg-type]
-    )
+    rewards = dict(trajectories.select("trajectory_id", "reward").iter_rows())
 
     def lost(ids: set[str]) -> float:
         return round(sum(1.0 - rewards[i] for i in ids if rewards.get(i) is not None), 3)
@@ -150,17 +149,22 @@ def diagnose(
                     explained.select("finding_id"), on="finding_id", how="anti"
                 )
 
+    # Each cause's own findings; a cause all of whose findings are symptoms of an upstream one
+    # is not a cause of its own.
+    owned: dict[str, pl.DataFrame] = {}
+    for cid, found in by_cause.items():
+        own = found.join(remaining.select("finding_id"), on="finding_id", how="semi")
+        if not own.is_empty():
+            owned[cid] = own
+    computed = cause_facts(pack, owned, turns, trajectories)
     causes: list[Cause] = []
-    for cid, own in by_cause.items():
-        own = own.join(remaining.select("finding_id"), on="finding_id", how="semi")
-        if own.is_empty():
-            continue  # every finding of this cause is a symptom of an upstream one
+    for cid, own in owned.items():
         spec = specs[cid]
-        ids = set(own["trajectory_id"].to_list())
+        episodes = set(own["trajectory_id"].to_list())
         severity = max(own["severity"].to_list(), key=SEVERITY_WEIGHT.__getitem__)
         confidence = "hard" if "hard" in own["confidence"].to_list() else "heuristic"
-        facts = _Facts(cause_facts(cid, own, turns, trajectories))
-        fixes = []
+        facts = _Facts(computed[cid])
+        fixes: list[dict[str, Any]] = []
         for fix in spec.fixes:
             if fix.get("when") and not facts.get(fix["when"]):
                 continue
@@ -188,9 +192,9 @@ def diagnose(
                 id=cid,
                 title=spec.title,
                 rules=sorted(own["rule"].unique().to_list()),
-                trajectories=len(ids),
+                trajectories=len(episodes),
                 turns=own.height,
-                reward_lost=lost(ids),
+                reward_lost=lost(episodes),
                 severity=severity,
                 confidence=confidence,
                 why_ranked="",
@@ -203,7 +207,7 @@ def diagnose(
                 rule_hits=own.height + sum(s.height for s in symptoms.get(cid, [])),
                 incident_rules=_incident_rules(incidents),
                 rules_to_zero=spec.rules_to_zero + [e["rule"] for e in claimed.get(cid, [])],
-                trajectory_ids=sorted(ids),
+                trajectory_ids=sorted(episodes),
                 facts=dict(facts),
                 score_class=spec.score_class,
             )
@@ -219,7 +223,7 @@ def diagnose(
             f"reward lost {c.reward_lost:g}"
             + ("; upstream of " + ", ".join(e["rule"] for e in c.explains) if c.explains else "")
         )
-    parsers = _parser_checks(trajectories)
+    parsers = _parser_checks(trajectories, pack)
     keep = _keep(turns, trajectories, findings, parsers)
     validation = [agree(step) for step in _validation(causes, trajectories)]
     verdict = agree(_verdict(causes, total, _by_run(causes, trajectories)))
@@ -245,7 +249,7 @@ def _incident_rules(incidents: pl.DataFrame) -> list[dict[str, Any]]:
     return combos.to_dicts()
 
 
-def _parser_checks(trajectories: pl.DataFrame) -> list[ParserCheck]:
+def _parser_checks(trajectories: pl.DataFrame, pack: CausePack) -> list[ParserCheck]:
     """One check per run and model whose server names its tool-call parser (a run label)."""
     checks: dict[tuple[str, str | None], ParserCheck] = {}
     for row in trajectories.sort("run_id").iter_rows(named=True):
@@ -253,7 +257,7 @@ def _parser_checks(trajectories: pl.DataFrame) -> list[ParserCheck]:
         parser = labels.get("server.tool_call_parser")
         model = row["agent_model"]
         if parser and (parser, model) not in checks:
-            expected = match_model(TOOL_CALL_PARSERS, model)
+            expected = pack.lookup("tool_call_parser", model)
             checks[(parser, model)] = ParserCheck(row["run_id"], parser, model, expected)
     return list(checks.values())
 
@@ -272,7 +276,7 @@ def _keep(
         named = [str(t) for t in clean["task_id"].drop_nulls().to_list()[:5]]
         tasks = f" (task {', '.join(named)})" if named else ""
         rewards = clean["reward"].drop_nulls()
-        mean = f"; mean reward {rewards.mean():.2f}" if rewards.len() else ""
+        mean = f"; mean reward {cast(float, rewards.mean()):.2f}" if rewards.len() else ""
         noun = "trajectory" if clean.height == 1 else "trajectories"
         # Scoring is vouched for only where there are scores (a capture has none).
         works = "the harness, tools and scoring work" if rewards.len() else "the setup works"

@@ -1,13 +1,14 @@
 """The rule catalogue as Markdown, generated from the rule pack.
 
 The catalogue in docs/rules.md (CATALOGUE) sits between two markers and is rewritten by
-`forensics rules readme`; test_rules_as_data.py fails when what sits there differs from what
-the pack generates, so the table can not drift from the rule files.
+`forensics rules readme` (and by `forensics rules new`); test_rules_as_data.py fails when what
+sits there differs from what the pack generates, so the table can not drift from the rule files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from forensics.check.engine import Rule
 
@@ -58,3 +59,14 @@ def replaced(text: str, table: str) -> str:
     """The document with the table between the markers replaced (blank line either side)."""
     start, end = _span(text)
     return f"{text[:start]}\n\n{table}\n\n{text[end:]}"
+
+
+def document(rules_dir: Path) -> Path | None:
+    """The catalogue document of the rule pack in `rules_dir` (CATALOGUE beside it), when it
+    has the markers the table goes between."""
+    path = rules_dir.parent / CATALOGUE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return path if START in text and END in text else None

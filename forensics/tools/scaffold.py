@@ -1,25 +1,42 @@
-"""`forensics rules new ID`: a rule file and its fixtures, ready to edit (like ruff's scaffold).
+"""`forensics rules new ID`: a rule with everything it needs, ready to edit (like ruff's scaffold).
 
-The rule starts as `status = "preview"` with every section and one example parameter, and the
-fixture file with one positive and one negative case. Both work as written (the example rule
-reports long assistant turns), so the fixture tests pass before the first edit and keep
-passing edit by edit. Nothing is ever overwritten.
+It writes the rule (`status = "preview"`, every section, one example parameter), its fixtures
+(one positive and one negative case), the snapshot of what the positive case finds, and the
+rule's cause (`causes/ID.toml`: a fix that quotes a number from the findings, declared as a
+query) unless a cause of that id exists already, which the rule then points at, and, for a rule
+of the built-in pack, the catalogue (docs/rules.md). Everything works as written: the example
+reports long assistant turns that carry its own marker, so it fires on its fixtures and on no
+real log, and the whole suite passes before the first edit and keeps passing edit by edit. No
+file is ever overwritten. Without --dir the rule goes into the checkout the working directory is
+in, else into the one forensics runs from, whatever the working directory.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+from forensics import atomic, content
+from forensics.check import engine
+from forensics.diagnosis import causes
+from forensics.tools import rule_catalogue as catalogue
+
 ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+# The example's threshold (its default in RULE_TEMPLATE), and the text its positive case says:
+# a marker no real log has.
+MAX_CHARS = 40
+POSITIVE = "TODO: a turn that shows the problem (an example of {id}), long enough to fire."
+NEGATIVE = "TODO: short."
 
 RULE_TEMPLATE = '''id = "{id}"
 title = "TODO: what goes wrong, in one line"
 severity = "medium"       # info, low, medium, high or critical
 confidence = "heuristic"  # hard: provable from the record alone; heuristic: can be wrong
-# A cause of rules/causes.toml (its fixes are filled from the data), or a new id: diagnosis then
-# builds the cause from this rule's title and docs.fix.
+# The cause diagnosis groups the findings under (causes/{id}.toml, or rules/causes.toml).
 cause = "{id}"
 summary = "TODO: what the rule reports, in one sentence (forensics rules, SARIF)."
 # preview: runs and reports like any rule, but is not yet measured on the accuracy corpus
@@ -45,15 +62,17 @@ TODO: what it costs a benchmark run."""
 example = """
 TODO: the record that shows it."""
 fix = """
-TODO: what to change. Diagnosis shows this text as the fix while causes.toml has no cause for
-the rule."""
+TODO: what to change, in the rule's words (`forensics rules explain {id}`); diagnosis gives the
+fixes of its cause."""
 false_positives = """
 TODO: when it fires although nothing is wrong."""
 
 [query]
 # Returns trajectory_id, turn_index (NULL: the whole episode), message and evidence, and
-# optionally data: a struct of values diagnosis reads (diagnosis/facts.py) instead of parsing
-# the message. Tables and columns: `forensics schema`.
+# optionally data: a struct of values the cause's fix parameters read (`data` in their
+# queries) instead of parsing the message. Tables and columns: `forensics schema`.
+# The example reports long assistant turns that say "example of {id}", so it fires on its
+# fixtures and on no real log; replace it (and the marker in the fixtures) with the real query.
 sql = """
 select
   trajectory_id,
@@ -63,22 +82,42 @@ select
   {{'visible_chars': visible_chars}} as data
 from turns
 where role = 'assistant' and visible_chars > {{max_chars}}
+  and contains(visible_text, 'example of {id}')
 """
 '''
 
-# One trajectory per line (tests/test_rule_fixtures.py documents the keys): the rule must fire
-# on exactly the `ruleid` turns and on none of the `ok` turns.
-FIXTURES_TEMPLATE = (
-    '{{"case": "fires-TODO", "expect": {{"ruleid": [1], "ok": [0]}}, "turns": ['
-    '{{"role": "user", "content": "TODO: the turn before"}}, '
-    '{{"role": "assistant", '
-    '"content": "TODO: a turn that shows the problem, long enough to fire."}}'
-    "]}}\n"
-    '{{"case": "near-miss-TODO", "expect": {{"ruleid": [], "ok": [0, 1]}}, "turns": ['
-    '{{"role": "user", "content": "TODO: a near miss"}}, '
-    '{{"role": "assistant", "content": "TODO: short."}}'
-    "]}}\n"
-)
+CAUSE_TEMPLATE = """\
+# The cause of {id}'s findings: what diagnosis tells the user to change, with the
+# numbers it quotes from the data. The keys are those of rules/causes.toml (its header says
+# what each means). Delete this file and diagnosis builds a cause from the rule's title and
+# docs.fix; or point the rule's `cause` at an existing cause instead.
+
+[[cause]]
+id = "{id}"
+title = "TODO: the root cause, in one line"
+# infra: plumbing (configuration, parsers, providers, the harness, the user simulator); model:
+# what the model did with a working setup. It says whose share of the lost reward this is.
+class = "model"
+# Among causes of equal impact the lower order ranks first; an upstream cause claims the
+# findings of the rules it explains in the same trajectories as its symptoms.
+order = 5
+explains = []
+validate = "no {id} finding remains"
+rules_to_zero = ["{id}"]
+
+[[cause.fix]]
+action = "TODO: the first thing to change"
+detail = \"\"\"
+{{reported_turns}} turns in {{trajectories}} trajectories, up to {{max_visible_chars}} visible \\
+characters. TODO: why this fix, and how.\"\"\"
+
+# What the fixes name: a DuckDB query each over the cause's findings (`data` is the rule's data
+# struct as JSON), the turns they point at and their trajectories. {{trajectories}},
+# {{actors_text}} and {{model}} come with every cause (rules/causes.toml, [params]).
+[cause.params]
+reported_turns = "select count(*) from findings"
+max_visible_chars = "select max((data->'visible_chars')::bigint) from findings"
+"""
 
 
 class ScaffoldError(Exception):
@@ -89,31 +128,133 @@ class ScaffoldError(Exception):
 class Scaffold:
     rule: Path
     fixtures: Path
+    snapshot: Path
+    # The cause file written, or None when the rule points at an existing cause.
+    cause: Path | None
+    # The document whose rule catalogue was regenerated, if the pack has one.
+    catalogue: Path | None
 
 
-def new_rule(rule_id: str, rules_dir: Path, fixtures_dir: Path) -> Scaffold:
-    """Write rules_dir/ID.toml and fixtures_dir/ID.jsonl; refuse to overwrite either."""
+def checkout_dirs(start: Path | None = None) -> tuple[Path, Path] | None:
+    """rules/ and tests/rule_fixtures/ of the checkout the working directory (`start`) is in,
+    else of the source checkout forensics runs from; None when there is neither (an installed
+    wheel, whose rule pack is not there to be edited, run outside any checkout)."""
+    here = (start or Path.cwd()).resolve()
+    for root in (here, *here.parents, content.CHECKOUT):
+        rules, fixtures = root / "rules", root / "tests" / "rule_fixtures"
+        if rules.is_dir() and fixtures.is_dir():
+            return rules, fixtures
+    return None
+
+
+def targets(rules_dir: Path | None, fixtures_dir: Path | None) -> tuple[Path, Path]:
+    """Where the files go: the given directories; without --dir the rule pack and fixtures of
+    the checkout (checkout_dirs); with --dir alone, DIR/fixtures (made when written) unless DIR
+    is a checkout's rules/."""
+    if rules_dir is None:
+        found = checkout_dirs()
+        if found is None:
+            raise ScaffoldError("no checkout to add the rule to here: pass --dir")
+        rules_dir = found[0]
+    if not rules_dir.is_dir():
+        raise ScaffoldError(f"{rules_dir}: no such directory (pass --dir)")
+    if fixtures_dir is None:
+        found = checkout_dirs(rules_dir)
+        in_pack = found is not None and found[0] == rules_dir.resolve()
+        return rules_dir, found[1] if found and in_pack else rules_dir / "fixtures"
+    if not fixtures_dir.is_dir():
+        raise ScaffoldError(f"{fixtures_dir}: no such directory (pass --fixtures-dir)")
+    return rules_dir, fixtures_dir
+
+
+def fixtures(rule_id: str) -> str:
+    """One trajectory per line (tests/test_rule_fixtures.py documents the keys): the rule must
+    fire on exactly the `ruleid` turns and on none of the `ok` turns."""
+    cases = [
+        ("fires-TODO", [1], [0], "TODO: the turn before", POSITIVE),
+        ("near-miss-TODO", [], [0, 1], "TODO: a near miss", NEGATIVE),
+    ]
+    lines = []
+    for name, ruleid, ok, before, text in cases:
+        turns = [
+            {"role": "user", "content": before},
+            {"role": "assistant", "content": text.format(id=rule_id)},
+        ]
+        case = {"case": name, "expect": {"ruleid": ruleid, "ok": ok}, "turns": turns}
+        lines.append(json.dumps(case, ensure_ascii=False))
+    return "\n".join(lines) + "\n"
+
+
+def snapshot(rule_id: str) -> str:
+    """What the example finds on its fixtures, as tests/test_rule_fixtures.py pins it."""
+    text = POSITIVE.format(id=rule_id)
+    found = {
+        "turn_index": 1,
+        "message": f"assistant turn with {len(text)} visible chars (more than {MAX_CHARS})",
+        "evidence": text[:200],
+        "details": {"visible_chars": len(text)},
+    }
+    return json.dumps({"fires-TODO": [found]}, indent=2, ensure_ascii=False) + "\n"
+
+
+def _existing_cause(rule_id: str, rules_dir: Path) -> bool:
+    """A cause of this id is declared already (by the pack or this directory)."""
+    try:
+        return rule_id in causes.load_causes([engine.default_rules_dir(), rules_dir])
+    except engine.RuleError as exc:
+        raise ScaffoldError(str(exc)) from None
+
+
+def new_rule(
+    rule_id: str, rules_dir: Path | None = None, fixtures_dir: Path | None = None
+) -> Scaffold:
+    """Write the rule, its fixtures, their snapshot and its cause; regenerate the catalogue.
+    Refuses to overwrite any of them, and leaves nothing behind when a write fails."""
     if not ID.fullmatch(rule_id):
         raise ScaffoldError(f"{rule_id!r}: a rule id is lower-case words joined by '-'")
-    for directory, flag in ((rules_dir, "--dir"), (fixtures_dir, "--fixtures-dir")):
-        if not directory.is_dir():
-            raise ScaffoldError(f"{directory}: no such directory (pass {flag})")
-    target = Scaffold(rules_dir / f"{rule_id}.toml", fixtures_dir / f"{rule_id}.jsonl")
-    for path in (target.rule, target.fixtures):
+    rules_dir, fixtures_dir = targets(rules_dir, fixtures_dir)
+    own_cause = not _existing_cause(rule_id, rules_dir)
+    cause_file = rules_dir / causes.CAUSES_DIR / f"{rule_id}.toml"
+    files: dict[Path, str] = {
+        rules_dir / f"{rule_id}.toml": RULE_TEMPLATE.format(id=rule_id),
+        fixtures_dir / f"{rule_id}.jsonl": fixtures(rule_id),
+        fixtures_dir / f"{rule_id}.snap.json": snapshot(rule_id),
+    }
+    if own_cause:
+        files[cause_file] = CAUSE_TEMPLATE.format(id=rule_id)
+    for path in files:
         if path.exists():
             raise ScaffoldError(f"{path} exists already: not overwritten")
-    written: list[Path] = []
+    undo: list[Callable[[], object]] = []
     try:
-        for path, template in (
-            (target.rule, RULE_TEMPLATE),
-            (target.fixtures, FIXTURES_TEMPLATE),
-        ):
+        for path, text in files.items():
+            path.parent.mkdir(exist_ok=True)
             # "x": a file that appeared since the check above is still not overwritten.
             with path.open("x", encoding="utf-8") as f:
-                f.write(template.format(id=rule_id))
-            written.append(path)
+                undo.append(partial(path.unlink, missing_ok=True))
+                f.write(text)
+        document = _catalogue(rules_dir, undo)
     except OSError as exc:
-        for path in written:  # all or nothing: no rule without its fixtures
-            path.unlink(missing_ok=True)
-        raise ScaffoldError(f"{exc.filename}: {exc.strerror or exc}") from None
-    return target
+        for step in reversed(undo):  # all or nothing: no rule without its fixtures
+            step()
+        raise ScaffoldError(f"{exc.filename or rules_dir}: {exc.strerror or exc}") from None
+    except (engine.RuleError, catalogue.CatalogueError) as exc:
+        for step in reversed(undo):
+            step()
+        raise ScaffoldError(str(exc)) from None
+    paths = list(files)
+    return Scaffold(paths[0], paths[1], paths[2], cause_file if own_cause else None, document)
+
+
+def _catalogue(rules_dir: Path, undo: list[Callable[[], object]]) -> Path | None:
+    """Regenerate the rule table of the catalogue (docs/rules.md) when the rule went into the
+    pack it documents; a --rules directory of one's own has no catalogue."""
+    pack = engine.default_rules_dir()
+    if rules_dir.resolve() != pack.resolve() or (document := catalogue.document(pack)) is None:
+        return None
+    text = document.read_text(encoding="utf-8")
+    table = catalogue.markdown_table(engine.load_rules())
+    if catalogue.current(text) != table:
+        atomic.write_text(document, catalogue.replaced(text, table))
+        undo.append(partial(atomic.write_text, document, text))
+    return document

@@ -20,13 +20,14 @@ from typing import Any
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from test_rule_fixtures import load_cases, problems, run_cases, snapshot, verdict
+from test_rule_fixtures import load_cases, problems, run_cases, snapshot, snapshot_diff, verdict
 
-from forensics import config, schema
+import forensics
+from forensics import config, content, schema
 from forensics.check import engine, params
 from forensics.cli import cli
 from forensics.diagnosis import causes, diagnose
-from forensics.tools import accuracy
+from forensics.tools import accuracy, scaffold
 from forensics.tools import rule_catalogue as catalogue
 
 from conftest import ROOT, SAMPLES
@@ -65,7 +66,9 @@ def _diagnosis(rules: list[engine.Rule], episodes: dict[str, list[dict[str, Any]
 
 
 def test_catalogue_rule_table_is_generated_from_the_pack():
-    doc = (ROOT / catalogue.CATALOGUE).read_text(encoding="utf-8")
+    document = catalogue.document(PACK)
+    assert document == ROOT / catalogue.CATALOGUE, f"no rule table beside {PACK}"
+    doc = document.read_text(encoding="utf-8")
     table = catalogue.markdown_table(engine.load_rules())
     pinned = catalogue.current(doc)
     diff = difflib.unified_diff(
@@ -130,20 +133,123 @@ def test_rules_new_scaffolds_a_working_preview_rule_and_refuses_to_overwrite(tmp
     for case in cases:
         assert not problems(case, {r.id: r for r in pack}), case
         assert verdict(case, found)[0] == [], verdict(case, found)[1]
-    pinned = json.loads(snapshot("long-turn", cases, found))
-    assert pinned["fires-TODO"][0]["message"].endswith("visible chars (more than 40)")
-    assert pinned["fires-TODO"][0]["details"] == {"visible_chars": 57}
+    # the snapshot it writes is what the example finds
+    pinned = json.loads((fixtures / "long-turn.snap.json").read_text())
+    assert snapshot("long-turn", cases, found) == (fixtures / "long-turn.snap.json").read_text()
+    assert (
+        pinned["fires-TODO"][0]["message"] == "assistant turn with 83 visible chars (more than 40)"
+    )
+    assert pinned["fires-TODO"][0]["details"] == {"visible_chars": 83}
+    # and its cause, with a fix that quotes a number of the findings
+    assert causes.load_causes(rules)["long-turn"].params.keys() == {
+        "reported_turns",
+        "max_visible_chars",
+    }
     # never overwritten, and nothing half-written
     again = run("rules", "new", "long-turn", "--dir", str(rules), "--fixtures-dir", str(fixtures))
     assert again.exit_code == 2 and "exists already" in again.output
     (rules / "other.toml").write_text("")
     res = run("rules", "new", "other", "--dir", str(rules), "--fixtures-dir", str(fixtures))
     assert res.exit_code == 2 and not (fixtures / "other.jsonl").exists()
+    assert not (rules / "causes" / "other.toml").exists()
     for bad in ("Long_Turn", "9-lives", "a--b"):
         res = run("rules", "new", bad, "--dir", str(rules), "--fixtures-dir", str(fixtures))
         assert res.exit_code == 2 and "rule id" in res.output
     res = run("rules", "new", "x", "--dir", str(tmp_path / "nope"), "--fixtures-dir", ".")
     assert res.exit_code == 2 and "--dir" in res.output
+
+
+def test_rules_new_points_at_a_cause_that_exists(tmp_path):
+    """A rule named like a declared cause joins it: no second definition of the cause."""
+    rules, _ = scaffolded(tmp_path, "degenerate-repetition")
+    assert not (rules / "causes").exists()
+    assert engine.load_rule(rules / "degenerate-repetition.toml").cause == "degenerate-repetition"
+    assert not causes.cause_specs(engine.load_rules([rules]))["degenerate-repetition"].fallback
+
+
+def test_rules_new_goes_into_the_checkout_it_runs_in_else_this_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # in no checkout: this one, whatever the working directory
+    assert scaffold.targets(None, None) == (ROOT / "rules", ROOT / "tests" / "rule_fixtures")
+    assert scaffold.targets(tmp_path, None) == (tmp_path, tmp_path / "fixtures")
+    other = tmp_path / "other"  # in a checkout, from any of its directories: that one
+    (other / "rules").mkdir(parents=True)
+    (other / "tests" / "rule_fixtures").mkdir(parents=True)
+    monkeypatch.chdir(other / "tests")
+    rules, fixtures = other.resolve() / "rules", other.resolve() / "tests" / "rule_fixtures"
+    assert scaffold.targets(None, None) == (rules, fixtures)
+    assert scaffold.targets(other / "rules", None) == (other / "rules", fixtures)
+    assert catalogue.document(ROOT / "rules") == ROOT / catalogue.CATALOGUE
+    assert catalogue.document(tmp_path) is None
+
+
+def test_a_scaffolded_rule_passes_the_checks_of_the_suite(tmp_path, monkeypatch):
+    """`forensics rules new` with no option, run from another directory, into a copy of this
+    checkout: the new rule, its fixtures, snapshot, cause and the catalogue pass what
+    test_rule_fixtures.py, the catalogue check, the sample-log tests and the cause checks ask of
+    every rule, with no other edit."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(PACK, checkout / "rules")
+    (checkout / "tests" / "rule_fixtures").mkdir(parents=True)
+    (checkout / "docs").mkdir()
+    shutil.copy(ROOT / catalogue.CATALOGUE, checkout / catalogue.CATALOGUE)
+    rules, fixtures = checkout / "rules", checkout / "tests" / "rule_fixtures"
+    # forensics as if it ran from that checkout: its rule pack is the copy
+    monkeypatch.setattr(content, "CHECKOUT", checkout)
+    assert engine.default_rules_dir() == rules
+    samples = ("output2.txt", "tau_bench_results_control.json")
+    before = {name: forensics.scan([str(SAMPLES / name)]) for name in samples}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    res = run("rules", "new", "long-turn")
+    assert res.exit_code == 0, res.output
+    assert f"updated the rule table of {checkout / catalogue.CATALOGUE}" in res.output
+    assert list(elsewhere.iterdir()) == []  # nothing lands where it ran
+
+    pack = engine.load_rules()
+    by_id = {r.id: r for r in pack}
+    assert by_id["long-turn"].preview
+    # test_rule_fixtures: well-formed cases, positive and negative, exactly the expected turns,
+    # the pinned snapshot, no fixture without its rule
+    cases = load_cases(fixtures)
+    assert {c.rule for c in cases} <= set(by_id)
+    assert any(c.ruleid for c in cases) and any(not c.ruleid for c in cases)
+    found = run_cases(cases, pack)
+    for case in cases:
+        assert not problems(case, by_id), case
+        assert verdict(case, found)[0] == [], verdict(case, found)[1]
+    assert (
+        snapshot_diff(fixtures / "long-turn.snap.json", snapshot("long-turn", cases, found)) is None
+    )
+    # the catalogue check
+    document = (checkout / catalogue.CATALOGUE).read_text(encoding="utf-8")
+    assert catalogue.current(document) == catalogue.markdown_table(pack)
+    assert "| `long-turn` (preview) |" in document
+    # test_sample_logs: the example fires on no real log, so every pinned finding and cause
+    # stays as it is
+    for name in samples:
+        after = forensics.scan([str(SAMPLES / name)])
+        assert (
+            after.findings["finding_id"].to_list() == before[name].findings["finding_id"].to_list()
+        )
+        assert [c.id for c in after.diagnosis.causes] == [
+            c.id for c in before[name].diagnosis.causes
+        ]
+    # the cause files still load, every cause has a class, and the new cause's fix quotes the
+    # findings' numbers
+    specs = causes.cause_specs(pack)
+    assert specs["long-turn"].score_class in causes.SCORE_CLASSES
+    text = "A long turn, an example of long-turn. " * 3
+    turns, trajectories = episode_tables({"a": [{"role": "assistant", "content": text}]})
+    found = engine.check(turns, trajectories, pack).findings
+    d = diagnose.diagnose(found, turns, trajectories, pack, rules)
+    (cause,) = d.causes
+    assert cause.id == "long-turn" and cause.rules == ["long-turn"]
+    chars = len(text.strip())
+    assert cause.facts["max_visible_chars"] == chars
+    assert cause.fixes[0]["detail"].startswith(
+        f"1 turn in 1 trajectory, up to {chars} visible characters."
+    )
 
 
 def test_preview_rules_are_marked_in_rules_and_explain(tmp_path):
@@ -171,7 +277,12 @@ def _tiny_corpus(tmp_path: Path) -> Path:
         "kind": "planted",
         "turns": [
             {"role": "user", "actor": "user_sim", "content": "Hi"},
-            {"role": "assistant", "actor": "agent", "content": "x" * 80, "finish_reason": "stop"},
+            {
+                "role": "assistant",
+                "actor": "agent",
+                "content": "x" * 80 + " (an example of long-turn)",
+                "finish_reason": "stop",
+            },
         ],
         "expect": [],
     }
@@ -198,20 +309,22 @@ def test_preview_rules_are_exempt_from_the_accuracy_corpus_and_others_are_not(tm
 
 def test_a_rule_without_a_cause_entry_gets_a_cause_of_its_own(tmp_path):
     rules, _ = scaffolded(tmp_path)
+    (rules / "causes" / "long-turn.toml").unlink()
     path = rules / "long-turn.toml"
     # braces in the documented fix are text, not fix-template parameters
     path.write_text(
         path.read_text().replace(
-            "TODO: what to change.", 'Send {"enable_thinking": false} and {max_tokens}.'
+            "TODO: what to change,", 'Send {"enable_thinking": false} and {max_tokens},'
         )
     )
     pack = engine.load_rules([rules])
-    found, d = _diagnosis(pack, {"a": [{"role": "assistant", "content": "y" * 60}]})
+    long_turn = {"role": "assistant", "content": "y" * 60 + " (an example of long-turn)"}
+    found, d = _diagnosis(pack, {"a": [long_turn]})
     assert found["rule"].to_list() == ["long-turn"]
     (cause,) = d.causes
     assert (cause.id, cause.title) == ("long-turn", "TODO: what goes wrong, in one line")
     assert cause.fixes[0]["action"] == "Follow the fix documented for long-turn"
-    assert cause.fixes[0]["detail"].startswith('Send {"enable_thinking": false} and {max_tokens}.')
+    assert cause.fixes[0]["detail"].startswith('Send {"enable_thinking": false} and {max_tokens},')
     assert cause.rules_to_zero == ["long-turn"]
     assert causes.cause_specs(pack)["long-turn"].fallback
     assert not causes.cause_specs(pack)["truncated-output"].fallback
@@ -249,13 +362,19 @@ def test_causes_toml_in_a_rules_directory_is_merged_over_the_pack(tmp_path):
 @pytest.mark.parametrize(
     ("text", "key"),
     [
-        ('[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nexplain = []\n', "cause.explain"),
+        ('[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nexplain = []\n', "cause[0].explain"),
         (
             '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\n[[cause.fix]]\naction = "a"\n'
             'detail = "d"\nwhne = "k"\n',
-            "cause.fix.whne",
+            "cause[0].fix[0].whne",
         ),
         ("causes = []\n", "causes"),
+        (
+            '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\n[cause.params.n]\nsql = "select 1"\n'
+            "dflt = 0\n",
+            "cause[0].params.n.dflt",
+        ),
+        ('[macro.m]\nsql = "1"\nargs = []\nbody = "2"\n', "macro.m.body"),
     ],
 )
 def test_cause_files_are_strict(tmp_path, text, key):
@@ -268,7 +387,143 @@ def test_a_broken_causes_toml_in_a_rules_directory_stops_the_scan(tmp_path):
     rule_file(tmp_path, "causes.toml", '[[cause]]\nid = "x"\ntitle = "t"\norder = 1\nfixes = []\n')
     res = run("scan", str(SAMPLES / "output2.txt"), "--no-report", "--rules", str(tmp_path))
     assert res.exit_code == 2
-    assert f"{tmp_path / 'causes.toml'}: unknown key cause.fixes" in res.output
+    assert f"{tmp_path / 'causes.toml'}: unknown key cause[0].fixes" in res.output
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('order = "1"', "cause[0].order must be an integer"),
+        ('order = 1\nclass = "user"', "class must be one of infra, model"),
+        ('order = 1\nexplains = "x"', "cause[0].explains must be a list"),
+        ("order = 1\nparams = { n = 3 }", "cause[0].params.n must be a table"),
+        ('order = 1\nparams = { N = "select 1" }', "cause x: params.N: a parameter name is"),
+        (
+            'order = 1\n[[cause.fix]]\naction = "{nope} twice"\ndetail = "d"',
+            "cause x: fix 1 names nope, which is not a parameter of the cause",
+        ),
+        (
+            'order = 1\n[[cause.fix]]\naction = "a"\ndetail = "d"\nwhen = "_step"\n'
+            '[cause.params]\n_step = "select true"',
+            "fix 1 names _step, which is not a parameter",  # a step is never shown
+        ),
+    ],
+)
+def test_cause_file_errors_name_the_file_the_cause_and_the_key(tmp_path, text, error):
+    path = rule_file(tmp_path, "causes.toml", f'[[cause]]\nid = "x"\ntitle = "t"\n{text}\n')
+    with pytest.raises(engine.RuleError, match=re.escape(error)) as exc:
+        causes.cause_specs([], [tmp_path])
+    assert str(exc.value).startswith(f"{path}: ")
+
+
+def test_one_cause_per_file_in_causes_beside_causes_toml(tmp_path):
+    (tmp_path / "causes").mkdir()
+    one = '[[cause]]\nid = "{}"\ntitle = "T {}"\norder = 1\n'
+    rule_file(tmp_path, "causes.toml", one.format("a", "a"))
+    rule_file(tmp_path / "causes", "b.toml", one.format("b", "b"))
+    assert {"a", "b"} <= set(causes.load_causes(tmp_path))
+    assert causes.cause_files(tmp_path) == [tmp_path / "causes.toml", tmp_path / "causes/b.toml"]
+    rule_file(tmp_path / "causes", "c.toml", one.format("a", "again"))
+    with pytest.raises(engine.RuleError, match=r"cause a is defined in .*causes\.toml already"):
+        causes.load_causes(tmp_path)
+
+
+# A rule that hands diagnosis its numbers, and a cause whose fixes quote them.
+TINY_DATA = '''id = "tiny"
+title = "Long turns"
+severity = "low"
+confidence = "hard"
+cause = "tiny"
+summary = "s"
+
+[query]
+sql = """
+select trajectory_id, turn_index, 'long' as message, '' as evidence,
+  {'chars': visible_chars, 'tag': case when visible_chars > 20 then 'big' end} as data
+from turns where role = 'assistant' and visible_chars > 5"""
+'''
+TINY_CAUSE = """[macro.twice]
+args = ["x"]
+sql = "2 * x"
+
+[lookup.family]
+'qwen3' = "Qwen3"
+'qwen|llama' = "Qwen or Llama"
+
+[[cause]]
+id = "tiny"
+title = "Tiny"
+order = 1
+
+[[cause.fix]]
+action = "Shorten {n} turns of {family} (up to {most} chars, twice {twice_most})"
+detail = "Tags: {tags}; largest {largest}."
+
+[[cause.fix]]
+action = "Only when a turn is big"
+detail = "d"
+when = "has_big"
+
+[cause.params]
+n = "select count(*) from findings"
+most = "select max((data->'chars')::bigint) from findings"
+_most = "select max((data->'chars')::bigint) from findings"
+twice_most = "select twice(getvariable('_most'))"
+tags = "select counts_text(tally(list(data->>'tag'))) from findings"
+has_big = "select count(*) filter (where data->>'tag' = 'big') > 0 from findings"
+family = "select coalesce(lookup('family', turn_model()), 'an unknown family')"
+
+[cause.params.largest]
+sql = "select max(visible_chars) from turns where visible_chars > 1000"
+default = "none"
+"""
+
+
+def test_fix_parameters_are_queries_declared_beside_the_fix(tmp_path):
+    """A new cause quotes numbers from its findings with nothing but its cause file: queries
+    over its findings' data and turns, the pack's macros (counts_text, tally, turn_model), its
+    own macros and lookup tables, steps (_name) read by later parameters, defaults."""
+    rule_file(tmp_path, "tiny.toml", TINY_DATA)
+    rule_file(tmp_path, "causes.toml", TINY_CAUSE)
+    pack = engine.load_rules([tmp_path])
+    model = "Qwen/Qwen3-8B"
+    turns = [
+        {"role": "assistant", "content": "x" * 30, "model": model},
+        {"role": "assistant", "content": "y" * 8, "model": model},
+        {"role": "assistant", "content": "z" * 9, "model": model},
+    ]
+    _, d = _diagnosis(pack, {"a": turns})
+    (cause,) = [c for c in d.causes if c.id == "tiny"]
+    assert [f["action"] for f in cause.fixes] == [
+        "Shorten 3 turns of Qwen3 (up to 30 chars, twice 60)",
+        "Only when a turn is big",
+    ]
+    assert cause.fixes[0]["detail"] == "Tags: big ×1; largest none."
+    # a step is read by later parameters and never shown
+    assert "_most" not in cause.facts and cause.facts["most"] == 30
+    # lookup patterns match anywhere in the model id, case-insensitively, the first one wins
+    llama = [dict(t, model="meta-Llama-3") for t in turns[1:]]
+    _, d = _diagnosis(pack, {"a": llama})
+    (cause,) = [c for c in d.causes if c.id == "tiny"]
+    assert cause.fixes[0]["action"] == "Shorten 2 turns of Qwen or Llama (up to 9 chars, twice 18)"
+    _, d = _diagnosis(pack, {"a": [dict(t, model=None) for t in turns[1:]]})
+    assert d.causes[0].facts["family"] == "an unknown family"
+    assert len(cause.fixes) == 1  # no big turn: the fix `when` has_big is left out
+
+
+def test_a_failing_parameter_query_names_the_file_the_cause_and_the_parameter(tmp_path):
+    rule_file(tmp_path, "tiny.toml", TINY_DATA)
+    path = rule_file(
+        tmp_path, "causes.toml", TINY_CAUSE.replace("max(visible_chars)", "max(no_such_column)")
+    )
+    one = {"a": [{"role": "assistant", "content": "x" * 9}]}
+    with pytest.raises(engine.RuleError, match=re.escape(f"{path}: cause tiny: params.largest:")):
+        _diagnosis(engine.load_rules([tmp_path]), one)
+    rows = TINY_CAUSE.replace("select count(*) from findings", "select turn_index from findings")
+    rule_file(tmp_path, "causes.toml", rows)
+    two = {"a": [{"role": "assistant", "content": "x" * 9}] * 2}
+    with pytest.raises(engine.RuleError, match=r"params\.n: .*More than one row"):
+        _diagnosis(engine.load_rules([tmp_path]), two)
 
 
 # --- rule files are strict ------------------------------------------------------------------
@@ -393,20 +648,21 @@ def test_fixture_params_are_checked_against_the_rule(tmp_path):
     rules, fixtures = scaffolded(tmp_path)
     path = fixtures / "long-turn.jsonl"
     lines = path.read_text().splitlines()
-    case = json.loads(lines[1]) | {"params": {"max_chars": "5"}}
-    path.write_text("\n".join([lines[0], json.dumps(case)]) + "\n")
+    case = json.loads(lines[0]) | {"params": {"max_chars": "500"}}
+    path.write_text("\n".join([json.dumps(case), lines[1]]) + "\n")
     pack = {r.id: r for r in engine.load_rules([rules])}
-    (_, bad) = load_cases(fixtures)
+    (bad, _) = load_cases(fixtures)
     assert problems(bad, pack) == [
-        "params: max_chars must be an integer (like its default 40), not '5'"
+        "params: max_chars must be an integer (like its default 40), not '500'"
     ]
     # set right, it changes what the rule does on that case only
-    case["params"] = {"max_chars": 5}
-    case["expect"] = {"ruleid": [1], "ok": [0]}
-    path.write_text("\n".join([lines[0], json.dumps(case)]) + "\n")
+    case["params"] = {"max_chars": 500}
+    case["expect"] = {"ruleid": [], "ok": [0, 1]}
+    path.write_text("\n".join([json.dumps(case), lines[1]]) + "\n")
     cases = load_cases(fixtures)
     found = run_cases(cases, list(pack.values()))
     assert all(verdict(c, found)[0] == [] for c in cases)
+    assert found.of(cases[0]).is_empty()
 
 
 # --- rules hand structured values to diagnosis --------------------------------------------

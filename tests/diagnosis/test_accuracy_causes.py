@@ -10,7 +10,7 @@ import pytest
 
 from forensics.check import engine
 from forensics.check.enrich import enrich
-from forensics.diagnosis import causes, diagnose, facts
+from forensics.diagnosis import causes, diagnose
 from forensics.tools import accuracy
 
 from conftest import DATA
@@ -136,8 +136,14 @@ def test_every_fix_text_is_filled_from_the_data(corpus_diagnosis):
     spec = causes.cause_specs(RULES)
     for rule in RULES:
         assert spec[rule.cause].fixes, f"{rule.id}: cause {rule.cause} has no fix"
-    catalogue = set(facts.CATALOGUE_FACTS) - {"no-action-failure"}  # always explained here
-    assert catalogue <= ids, catalogue - ids
+    # Every cause that declares parameters has them computed somewhere in the corpus, but for
+    # the causes of preview rules only (the corpus does not measure those yet).
+    declared = {
+        cid for cid, c in causes.load_causes(engine.default_rules_dir()).items() if c.params
+    }
+    unmeasured = {r.cause for r in RULES if r.preview} - {r.cause for r in RULES if not r.preview}
+    missing = declared - ids - unmeasured - {"no-action-failure"}  # always explained here
+    assert not missing, missing
     for cause in corpus_diagnosis.causes:
         assert cause.fixes, cause.id
         for fix in cause.fixes:

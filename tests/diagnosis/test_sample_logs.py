@@ -1,12 +1,32 @@
-"""Exact findings on sample_logs/: rule, task, turn, source line — and the diagnosis."""
+"""Exact findings on sample_logs/: rule, task, turn, source line — and the diagnosis.
+
+What is pinned is what the stable rules find. A preview rule (`forensics rules new`) is not
+measured yet, here as on the accuracy corpus: these scans leave it out, so adding one changes
+nothing below until it is promoted.
+"""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 import forensics
+from forensics.check import engine
+from forensics.config import Settings
 
 from conftest import SAMPLES
+
+PREVIEW = tuple(sorted(r.id for r in engine.load_rules() if r.preview))
+STABLE = Settings(disable=PREVIEW)
+
+
+@pytest.fixture(scope="module")
+def output2(output2_scan):
+    """output2.txt as the stable rules see it: the shared scan, unless a preview rule fires."""
+    if output2_scan.findings.filter(pl.col("rule").is_in(PREVIEW)).is_empty():
+        return output2_scan
+    return forensics.scan([str(SAMPLES / "output2.txt")], settings=STABLE)
+
 
 # output2.txt run 2 (tasks 12, 27, 48): agent turns at even turn indexes, user simulator at odd.
 # (task, first message line, number of agent turns); lines advance by 2 per message.
@@ -42,20 +62,20 @@ def _found(result) -> set[tuple[str, str, int, int]]:
     }
 
 
-def test_output2_exact_findings(output2_scan):
-    assert _found(output2_scan) == _expected_output2()
+def test_output2_exact_findings(output2):
+    assert _found(output2) == _expected_output2()
 
 
-def test_output2_actors_and_control(output2_scan):
-    findings = output2_scan.findings
+def test_output2_actors_and_control(output2):
+    findings = output2.findings
     assert set(findings.filter(findings["rule"] == "unclosed-think")["actor"]) == {"agent"}
     assert set(findings.filter(findings["rule"] == "reasoning-leak")["actor"]) == {"user_sim"}
     # The healthy control trajectory (run 1, task 5) has no finding at all.
     assert "5" not in set(findings["task_id"])
 
 
-def test_output2_trajectories(output2_scan):
-    rows = {r["task_id"]: r for r in output2_scan.trajectories.iter_rows(named=True)}
+def test_output2_trajectories(output2):
+    rows = {r["task_id"]: r for r in output2.trajectories.iter_rows(named=True)}
     assert sorted(rows) == ["12", "27", "48", "5"]
     assert rows["5"]["reward"] == 1.0 and rows["5"]["variant"] == "control"
     assert rows["5"]["agent_model"] == "gpt-4.1-mini"
@@ -73,8 +93,8 @@ def test_output2_trajectories(output2_scan):
     assert [rows[t]["turn_count"] for t in ("5", "12", "27", "48")] == [40, 14, 10, 18]
 
 
-def test_output2_turns_keep_source_lines_and_actors(output2_scan):
-    turns = output2_scan.turns
+def test_output2_turns_keep_source_lines_and_actors(output2):
+    turns = output2.turns
     assert turns.height == 82
     first = turns.filter((turns["task_id"] == "12") & (turns["turn_index"] <= 2)).sort("turn_index")
     assert first["source_line"].to_list() == [117, 118, 120]
@@ -85,8 +105,8 @@ def test_output2_turns_keep_source_lines_and_actors(output2_scan):
     assert set(agents.filter(agents["task_id"] != "5")["max_output_tokens"]) == {512}
 
 
-def test_output2_diagnosis(output2_scan):
-    causes = output2_scan.diagnosis.causes
+def test_output2_diagnosis(output2):
+    causes = output2.diagnosis.causes
     assert [c.id for c in causes] == ["truncated-output", "reasoning-in-content"]
     first, second = causes
     assert first.trajectories == 3 and first.reward_lost == 3.0
@@ -103,16 +123,16 @@ def test_output2_diagnosis(output2_scan):
     assert actions[0].endswith("--reasoning-parser qwen3")
     assert "own endpoint" in actions[1]
     assert "Qwen/Qwen3-0.6B at http://127.0.0.1:8000/v1" in second.fixes[1]["detail"]
-    plan = " ".join(output2_scan.diagnosis.validation)
+    plan = " ".join(output2.diagnosis.validation)
     assert "--task-ids 27 12" in plan
     assert "unclosed-think" in plan and "reasoning-leak" in plan and "tool_calls" in plan
-    keep = " ".join(output2_scan.diagnosis.keep)
+    keep = " ".join(output2.diagnosis.keep)
     assert "--tool-call-parser hermes" in keep and "task 5" in keep
 
 
 def test_results_json_same_findings_as_log():
-    log = forensics.scan([str(SAMPLES / "output2.txt")])
-    results = forensics.scan([str(SAMPLES / "tau_bench_results_frustrated.json")])
+    log = forensics.scan([str(SAMPLES / "output2.txt")], settings=STABLE)
+    results = forensics.scan([str(SAMPLES / "tau_bench_results_frustrated.json")], settings=STABLE)
 
     def key(result):
         return sorted(
@@ -138,7 +158,7 @@ def test_truncated_checkpoint_recovers_complete_records():
 
 
 def test_control_results_file_is_clean():
-    result = forensics.scan([str(SAMPLES / "tau_bench_results_control.json")])
+    result = forensics.scan([str(SAMPLES / "tau_bench_results_control.json")], settings=STABLE)
     assert result.trajectories.height == 1
     assert result.findings.is_empty()
     assert result.diagnosis.causes == []

@@ -405,8 +405,16 @@ def test_readme_accuracy_summary_adds_up_the_table():
 
 
 def test_rule_counts_in_prose_match_the_pack():
+    """The count counts every stable rule; a preview rule under way (`forensics rules new`)
+    may be counted already or not yet, so adding one needs no edit of the prose."""
     from forensics.check import engine
 
-    n = len(engine.load_rules())
-    assert f"{n} rules, one TOML file each" in (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"{n} rules, one file each" in (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    rules = engine.load_rules()
+    stable = sum(not r.preview for r in rules)
+    for doc, words in (
+        ("README.md", "rules, one TOML file each"),
+        ("docs/rules.md", "rules, one file each"),
+    ):
+        counted = re.search(rf"(\d+) {words}", (ROOT / doc).read_text(encoding="utf-8"))
+        assert counted, f"{doc}: no '<n> {words}'"
+        assert stable <= int(counted[1]) <= len(rules), (doc, stable, len(rules))
