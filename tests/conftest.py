@@ -21,24 +21,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
 DATA = Path(__file__).resolve().parent / "data"
 # The small real files the tests need are copied under data/ (the README of each folder gives
-# their source repository, commit, path and licence). The whole real-data corpus the subsets
-# were cut from (about 7 MB) is optional: the tests that read it run when FORENSICS_REALDATA
-# names its folder (tau_bench/, tau2/, api/) and skip, saying so, when it does not.
-REALDATA = Path(os.environ["FORENSICS_REALDATA"]) if os.environ.get("FORENSICS_REALDATA") else None
-NO_REALDATA = (
-    "optional corpus: set FORENSICS_REALDATA to the real-data folder (tau_bench/, tau2/, api/) "
-    "to run this test on the whole files"
-)
+# their source repository, commit, path and licence); the whole tau-bench and tau2-bench result
+# files some tests read are in data/realdata_full/. FORENSICS_REALDATA may name another folder
+# of the same layout (tau_bench/, tau2/) to run those tests on a larger corpus.
+REALDATA = Path(os.environ.get("FORENSICS_REALDATA") or DATA / "realdata_full")
 
 
 def realdata(*parts: str) -> Path:
-    """A path in the optional real-data corpus; the test skips when the corpus (or this part of
-    it) is not there."""
-    if REALDATA is None:
-        pytest.skip(NO_REALDATA)
+    """A path in the whole-file corpus. The repository's copy must hold it; a corpus named by
+    FORENSICS_REALDATA may lack a part, and the test then skips, saying so."""
     path = REALDATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"optional corpus: {path} is not there")
+        if os.environ.get("FORENSICS_REALDATA"):
+            pytest.skip(f"FORENSICS_REALDATA corpus: {path} is not there")
+        raise FileNotFoundError(path)
     return path
 
 

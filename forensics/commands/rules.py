@@ -124,6 +124,6 @@ def new(rule_id: str, rules_dir: Path | None, fixtures_dir: Path | None) -> None
         click.echo(f"updated the rule table of {made.catalogue}")
     click.echo(
         "next: write the query, the cases and the cause's fix, then\n"
-        f"  pytest tests/test_rule_fixtures.py -k {rule_id} --update-snapshots\n"
+        f"  pytest tests/check/test_rule_fixtures.py -k {rule_id} --update-snapshots\n"
         "  forensics rules readme"
     )

@@ -19,7 +19,7 @@ or a heuristic's below 0.9 (the bounds the README promises).
 A rule with `status = "preview"` runs with the pack but is not scored: it has no labelled cases
 yet, so it is left out of the table and the bounds, and its findings on the corpus are only
 counted (`Report.preview`). Every other rule must be measured on at least MIN_LABELLED
-labelled findings (`unmeasured()`; tests/test_accuracy.py holds the pack to it).
+labelled findings (`unmeasured()`; tests/check/test_accuracy.py holds the pack to it).
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ def targets(rules_dir: Path | None, fixtures_dir: Path | None) -> tuple[Path, Pa
 
 
 def fixtures(rule_id: str) -> str:
-    """One trajectory per line (tests/test_rule_fixtures.py documents the keys): the rule must
+    """One trajectory per line (tests/check/test_rule_fixtures.py documents the keys): the rule must
     fire on exactly the `ruleid` turns and on none of the `ok` turns."""
     cases = [
         ("fires-TODO", [1], [0], "TODO: the turn before", POSITIVE),
@@ -186,7 +186,7 @@ def fixtures(rule_id: str) -> str:
 
 
 def snapshot(rule_id: str) -> str:
-    """What the example finds on its fixtures, as tests/test_rule_fixtures.py pins it."""
+    """What the example finds on its fixtures, as tests/check/test_rule_fixtures.py pins it."""
     text = POSITIVE.format(id=rule_id)
     found = {
         "turn_index": 1,

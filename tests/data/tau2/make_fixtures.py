@@ -1,8 +1,8 @@
 """Regenerate the tau2 fixtures from the whole tau2-bench files (stdlib only, deterministic).
 
-Run from the repository root:
-`FORENSICS_REALDATA=/path/to/realdata python tests/data/tau2/make_fixtures.py`. Subsets are written
-the way tau2 writes checkpoints (`json.dump(obj, f, indent=2)`, ASCII-escaped); see README.md.
+Run from the repository root: `python tests/data/tau2/make_fixtures.py` (it reads
+tests/data/realdata_full/tau2/, or the folder FORENSICS_REALDATA names). Subsets are written the
+way tau2 writes checkpoints (`json.dump(obj, f, indent=2)`, ASCII-escaped); see README.md.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # The whole files (README.md gives their upstream repository, commit and path) are not kept in
-# this repository: FORENSICS_REALDATA names the real-data folder that holds them in tau2/.
-TAU2 = Path(os.environ["FORENSICS_REALDATA"]) / "tau2"
+# tests/data/realdata_full/tau2/ (or the folder FORENSICS_REALDATA names).
+TAU2 = Path(os.environ.get("FORENSICS_REALDATA") or HERE.parent / "realdata_full") / "tau2"
 
 # output name -> (source file, indices of the simulations kept)
 SUBSETS = {
