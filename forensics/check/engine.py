@@ -17,7 +17,7 @@ import hashlib
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import duckdb
 import polars as pl
@@ -149,10 +149,10 @@ def _run(con: duckdb.DuckDBPyConnection, rule: Rule) -> pl.DataFrame:
         if missing:
             raise RuleError(f"{rule.path}: query must return {', '.join(sorted(missing))}")
         table = relation.project(", ".join([*RESULT_COLUMNS, _details(rule, columns)]))
-        frame = pl.from_arrow(table.to_arrow_table())
+        frame = cast(pl.DataFrame, pl.from_arrow(table.to_arrow_table()))
     except duckdb.Error as exc:
         raise RuleError(f"{rule.path}: query failed: {exc}") from None
-    return frame.with_columns(  # type: ignore[union-attr]
+    return frame.with_columns(
         pl.lit(rule.id).alias("rule"),
         pl.lit(rule.severity).alias("severity"),
         pl.lit(rule.confidence).alias("confidence"),
@@ -221,9 +221,9 @@ def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) ->
     for rule in rules:
         frames.append(_run(con, rule))
     con.close()
-    empty = pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS))
+    empty = cast(pl.DataFrame, pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS)))
     if not frames:
-        return Checked(empty, not_checked)  # type: ignore[arg-type]
+        return Checked(empty, not_checked)
     found = pl.concat(frames, how="vertical_relaxed")
     located = found.join(
         turns.select(

@@ -489,8 +489,8 @@ def score_split(causes: list[Cause], trajectories: pl.DataFrame) -> ScoreSplit:
         penalised=penalised.height,
         reward_lost=lost_total,
         groups=groups,
-        mean_reward=None if measured is None else round(float(measured), 4),  # type: ignore[arg-type]
-        mean_reward_without_infra=None if clean_mean is None else round(float(clean_mean), 4),  # type: ignore[arg-type]
+        mean_reward=None if measured is None else round(cast(float, measured), 4),
+        mean_reward_without_infra=None if clean_mean is None else round(cast(float, clean_mean), 4),
         scored_without_infra=clean.len(),
         plumbing_share=infra.share,
         unscored_infra=unscored_infra,
