@@ -473,6 +473,28 @@ def test_planted_secret_never_survives(before, sep1, planted, sep2, after):
     assert redact_array(pa.array([text, None]))[0].as_py() == out
 
 
+# Vendor keys (a prefix that says what follows is a key) and JWTs, for cutting.
+PREFIXED = [SHAPES[i] for i in (0, 1, 2, 12, 13, 14, 15, 16, 17)]
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.text(max_size=40), SEPARATORS, st.one_of(PREFIXED), st.data())
+def test_a_key_cut_where_the_text_ends_is_masked(before, sep, planted, data):
+    """Readers clip excerpts and error texts before redaction: a key cut anywhere past its
+    prefix and four characters must not keep what is left of it (fuzz.py found one)."""
+    secret, body = planted
+    # A JWT's header says only which algorithm signed it: its claims are what must go.
+    start = secret.index(".eyJ") + 4 if secret.startswith("eyJ") else len(secret) - len(body)
+    keep = data.draw(st.integers(min_value=start + 4, max_value=max(start + 4, len(secret))))
+    cut = secret[:keep]
+    tail = cut[start:]
+    text = before + sep + cut
+    assume(text.count(tail) == 1)
+    out = redact_text(text)
+    assert tail not in out
+    assert redact_array(pa.array([text]))[0].as_py() == out
+
+
 @pytest.mark.parametrize(
     "unit", ["AKIAABCDEFGHIJKLMNOP", "sk-abcdefghijklmnopqrst", "AIza" + "b" * 35]
 )
