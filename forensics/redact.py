@@ -58,6 +58,17 @@ _TOKEN = "|".join(
     [f"[a-z]{{7,}}{_X}{_T}*"] + [f"[a-z]{{{p}}}{_X}{_T}{{{7 - p},}}" for p in range(7)]
 )
 
+# Keys whose vendor prefix says what follows is a key: (prefix, the key's body).
+_VENDOR_KEYS = (
+    ("sk-", "[A-Za-z0-9_-]{16,}"),
+    ("AIza", "[0-9A-Za-z_-]{30,}"),
+    ("hf_", "[A-Za-z0-9]{30,}"),
+    ("A[KS]IA", "[0-9A-Z]{16}"),
+    ("gh[oprsu]_", "[A-Za-z0-9]{36,}"),
+    ("github_pat_", "[A-Za-z0-9_]{22,}"),
+    ("xox[abeprs]-", "[A-Za-z0-9-]{10,}"),
+)
+
 # Order matters: a value in context (a header, a key) is masked whole before the vendor
 # shapes inside it would be, so its hash is that of the real secret.
 PATTERNS: tuple[str, ...] = (
@@ -78,19 +89,13 @@ PATTERNS: tuple[str, ...] = (
     # bounded and starts a token: unbounded, every letter of a long word would start a retry.
     rf"(?:^|[^A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{{0,31}}://([^/?#@:{_WS}\"'<>]*:[^/?#@{_WS}\"'<>]+)@",
     rf"{_B}(?i:bearer)[ \t]+({_TOKEN})",
-    rf"{_B}sk-([A-Za-z0-9_-]{{16,}})",
-    rf"{_B}AIza([0-9A-Za-z_-]{{30,}})",
-    rf"{_B}hf_([A-Za-z0-9]{{30,}})",
-    rf"{_B}A[KS]IA([0-9A-Z]{{16}})",
-    rf"{_B}gh[oprsu]_([A-Za-z0-9]{{36,}})",
-    rf"{_B}github_pat_([A-Za-z0-9_]{{22,}})",
-    rf"{_B}xox[abeprs]-([A-Za-z0-9-]{{10,}})",
+    *(rf"{_B}{prefix}({body})" for prefix, body in _VENDOR_KEYS),
     rf"{_B}(eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)",
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----([A-Za-z0-9+/=\\ \t\r\n]+)",
     # A vendor key cut short where a value ends: readers clip reject excerpts and error texts to
     # a few hundred characters before redaction runs, and a clipped key is shorter than the
     # shapes above ask for (found by benchmarks/fuzz.py: a results record cut inside an hf_ key).
-    rf"{_B}(?:sk-|AIza|hf_|A[KS]IA|gh[oprsu]_|github_pat_|xox[abeprs]-)([A-Za-z0-9_-]{{4,}})$",
+    rf"{_B}(?:{'|'.join(prefix for prefix, _ in _VENDOR_KEYS)})([A-Za-z0-9_-]{{4,}})$",
     rf"{_B}(eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_.-]*)$",
 )
 ANY_PATTERN = "|".join(f"(?:{p})" for p in PATTERNS)  # for RE2 scans over whole columns
