@@ -19,6 +19,7 @@ FILES = CORPUS / "files"
 PERMISSIVE = (
     "MIT",
     "Apache-2.0",
+    "Apache-2.0 OR BSD-3-Clause",
     "BSD-2-Clause",
     "BSD-3-Clause",
     "ISC",
