@@ -75,6 +75,9 @@ class Coverage:
     # rule id -> what was missing, one entry per way it could have run: rules that could run
     # on none of the inputs
     unchecked: dict[str, list[str]] = field(default_factory=dict)
+    # inputs listed as skipped, never read: companion files that are no agent artifact, this
+    # scan's own outputs, entries a walk passed over
+    skipped: int = 0
 
     @property
     def readable(self) -> int:
@@ -115,7 +118,9 @@ class Verdict:
 
     @property
     def no_readable_input(self) -> bool:
-        return self.coverage.files > 0 and self.coverage.readable == 0
+        # Every input skipped (a config and notes, no artifact) is nothing checked too.
+        named = self.coverage.files > 0 or self.coverage.skipped > 0
+        return named and self.coverage.readable == 0
 
     @property
     def rejects_exceeded(self) -> bool:
@@ -145,6 +150,14 @@ class Verdict:
         if len(self.coverage.unreadable) > UNREADABLE_LINES:
             more = len(self.coverage.unreadable) - UNREADABLE_LINES
             out.append(f"gate: {unreadable} — … and {more} more files with nothing readable")
+        if self.coverage.unreadable and not (self.allow_unreadable or self.no_readable_input):
+            n = len(self.coverage.unreadable)
+            them = "it" if n == 1 else "them"
+            out.append(
+                f"gate: FAIL — {n} input{'' if n == 1 else 's'} with nothing readable: "
+                f"--allow-unreadable (allow-unreadable = true) passes with {them} listed; the "
+                f"ignore-paths config key leaves {them} out"
+            )
         if self.no_readable_input:
             out.append("gate: FAIL — no readable input: nothing could be checked")
         scope = "new finding" if self.baseline else "finding"
@@ -298,6 +311,7 @@ def coverage(result: ScanResult) -> Coverage:
         unreadable=unreadable,
         record_rejects=record_rejects,
         unchecked=unchecked_rules(result),
+        skipped=len(result.skipped),
     )
 
 

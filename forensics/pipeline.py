@@ -252,13 +252,17 @@ def diagnose(checked: Checked, rules: list[engine.Rule]) -> Scan:
         rules,
         engine.default_rules_dir(),
     )
+    # Companion files (ingest.companions) were read to be told from artifacts; from here on
+    # they are skipped entries, listed with their reason, as a walk's are.
+    files = [f for f in checked.files if not f.skipped]
+    skipped = sorted([*checked.skipped, *((f.path, f.reason) for f in checked.files if f.skipped)])
     return Scan(
         turns=checked.turns,
         trajectories=checked.trajectories,
         findings=checked.findings,
         rejects=checked.rejects,
-        files=checked.files,
-        skipped=checked.skipped,
+        files=files,
+        skipped=skipped,
         rules=rules,
         not_checked=checked.not_checked,
         diagnosis=diagnosis,

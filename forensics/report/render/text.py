@@ -141,7 +141,7 @@ def render(model: Report, report_path: str | None = None, style: Style = PLAIN) 
     if model["skipped"]:
         why = Counter(s["reason"] for s in model["skipped"])
         kinds = ", ".join(f"{n} {v(r)}" for r, n in sorted(why.items()))
-        lines.append(f"skipped in directory walks: {len(model['skipped'])} ({kinds})")
+        lines.append(f"skipped: {len(model['skipped'])} ({kinds})")
     for reject in model["rejects"][:5]:
         where = f"{reject['path']}:{reject['line']}" if reject["line"] else reject["path"]
         lines.append(f"rejected: {v(where)}: {v(reject['reason'])}")
