@@ -420,7 +420,11 @@ DIAGNOSED_TRAJECTORY_COLUMNS: list[Column] = [
 TRAJECTORY_TABLE = _schema(TRAJECTORY_COLUMNS + DIAGNOSED_TRAJECTORY_COLUMNS)
 
 FINDING_COLUMNS: list[Column] = [
-    Column("finding_id", pa.string(), "Stable fingerprint of the finding (rule + turn)."),
+    Column(
+        "finding_id",
+        pa.string(),
+        "Stable fingerprint of the finding: rule, task, trial and turn (not the message).",
+    ),
     Column("rule", pa.string(), "Rule id, e.g. unclosed-think."),
     Column("severity", pa.string(), "info, low, medium, high or critical."),
     Column("confidence", pa.string(), "hard (provable from the record) or heuristic."),
