@@ -53,6 +53,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 import tomllib
 from collections import Counter, defaultdict
@@ -725,17 +726,24 @@ def _rule_rows(result: Result, fig: Figures, preview: bool) -> list[str]:
     return rows
 
 
+def _wrap(paragraph: str) -> str:
+    # the README's prose is wrapped at 100 columns; a code span is never split
+    return textwrap.fill(paragraph, 100, break_long_words=False, break_on_hyphens=False)
+
+
 def markdown(result: Result) -> str:
     """The README's accuracy block: size, overall figures, per format, per rule."""
     s = size(result)
     raw, adj = result.figures["raw"], result.figures["adjudicated"]
     lines = [
-        f"Measured at commit `{commit()}` by `python benchmarks/accuracy_real.py --readme` on the "
-        f"real corpus (`tests/data/corpus/`): {s['files']} files from {s['repositories']} "
-        f"repositories in {s['formats']} formats, {s['incidents']} incidents labelled blind, "
-        f"{s['healthy_controls']} healthy controls. Raw: every disagreement counts against the "
-        "tool; adjudicated: after reading the file at each disagreement "
-        "(`tests/data/corpus/adjudication.jsonl`).",
+        _wrap(
+            f"Measured at commit `{commit()}` by `python benchmarks/accuracy_real.py --readme` on "
+            f"the real corpus (`tests/data/corpus/`): {s['files']} files from "
+            f"{s['repositories']} repositories in {s['formats']} formats, {s['incidents']} "
+            f"incidents labelled blind, {s['healthy_controls']} healthy controls. Raw: every "
+            "disagreement counts against the tool; adjudicated: after reading the file at each "
+            "disagreement (`tests/data/corpus/adjudication.jsonl`)."
+        ),
         "",
         "| | raw | adjudicated |",
         "|---|---:|---:|",
@@ -762,11 +770,26 @@ def markdown(result: Result) -> str:
     nolow = result.figures["adjudicated_without_low"]
     lines += [
         "",
-        f"Without the {s['low_confidence']} low-confidence labels (adjudicated): precision "
-        f"{_r(nolow.overall.precision)}, recall {_r(nolow.overall.recall)} covered, "
-        f"{_r(nolow.end_to_end.recall)} end to end. Not covered by any rule: "
-        + (", ".join(f"`{k}` {n}" for k, n in sorted(adj.not_covered.items())) or "none")
-        + ".",
+        _wrap(
+            f"Without the {s['low_confidence']} low-confidence labels (adjudicated): precision "
+            f"{_r(nolow.overall.precision)}, recall {_r(nolow.overall.recall)} covered, "
+            f"{_r(nolow.end_to_end.recall)} end to end. Not covered by any rule: "
+            + (", ".join(f"`{k}` {n}" for k, n in sorted(adj.not_covered.items())) or "none")
+            + "."
+        ),
+        "",
+        _wrap(
+            "Attribution of the incidents found (the class of the finding's cause against the "
+            "labeller's): "
+            + "; ".join(
+                f"tool {cls}: "
+                + ", ".join(
+                    f"{n} {att}" for (c, att), n in sorted(result.attribution.items()) if c == cls
+                )
+                for cls in sorted({c for c, _ in result.attribution})
+            )
+            + "."
+        ),
         "",
         "Per format (adjudicated; recall over every incident):",
         "",
