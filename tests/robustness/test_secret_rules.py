@@ -243,3 +243,42 @@ def test_a_rule_finds_nothing_where_its_trigger_or_keyword_is_missing(text):
     by_id = {r.id: r for r in RULES}
     for rule_id, _ in findings(text):
         assert _trigger_matches(by_id[rule_id], text), rule_id
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # JSON's \u002d (a parser turns it into `-`): the key's own mask, on its escaped form
+        (
+            r'{"key": "sk\u002dproj-Qz7Lk2Vb9Xw4Rt6Yp1Nm8Hc3"}',
+            rf'{{"key": "sk\u002d{M("proj-Qz7Lk2Vb9Xw4Rt6Yp1Nm8Hc3")}"}}',
+        ),
+        # Python's \x5f in a tool_code call
+        (
+            r'login(key="gsk\x5fGq4Rw6Ty8Ui0Op2As4Df6Gh8Jk0L")',
+            rf'login(key="gsk\x5f{M("Gq4Rw6Ty8Ui0Op2As4Df6Gh8Jk0L")}")',
+        ),
+        # PHP's \/ inside a base64 secret: the value no longer stops at the backslash
+        (
+            r'"SecretAccessKey": "wJalrXUtnFEMI\/K7MDENG\/bPxRfiCYzEXAMPLEKEY"',
+            f'"SecretAccessKey": "{M("wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY")}"',
+        ),
+        # every character escaped
+        (
+            r"key \u0073\u006b\u002d\u0070roj-Qz7Lk2Vb9Xw4Rt6Yp1Nm8Hc3 end",
+            rf"key \u0073\u006b\u002d{M('proj-Qz7Lk2Vb9Xw4Rt6Yp1Nm8Hc3')} end",
+        ),
+    ],
+)
+def test_a_key_written_with_escapes_is_masked_where_it_stands(text, expected):
+    assert redact_text(text) == expected
+    assert flagged(pa.array([text]))[0].as_py()
+
+
+def test_escapes_are_decoded_one_level_deep():
+    """`\\x5cx5c…` decodes to another escape for as long as it runs: one level is decoded, so
+    a megabyte of it costs one pass, not one per level."""
+    text = r"\x5c" + "x5c" * 300_000
+    assert redact_text(text) == text
+    # the other escapes of terminal output and HTML-safe JSON are no key
+    assert redact_text(r"\x1b[31mred\x1b[0m \u003cb\u003e") == r"\x1b[31mred\x1b[0m \u003cb\u003e"
