@@ -188,12 +188,13 @@ RULES_FIRST: tuple[Rule, ...] = (
     ),
     # Any scheme (Bearer, Basic, Token, bare): the whole value goes; unquoted, to the line end.
     _rule("authorization", _keyed(["authorization"], r"\r\n,;"), "authorization"),
-    # A Cookie/Set-Cookie header's value, every pair of it (`;` separates pairs, not values):
-    # `Cookie: …` or a quoted key; `cookie = f(x)` in code is no header.
+    # A Cookie/Set-Cookie header's value, every pair of it (`;` separates pairs, not values),
+    # quoted or to the line's end. It starts `name=`: `cookie: str = None` and `cookie = f(x)`
+    # in code are no header.
     _rule(
         "cookie",
-        r"""(?:^|[^A-Za-z0-9_-])(?i:set-cookie|cookie)(?:\\?["'])?[ \t]*:[ \t]*"""
-        + _value(r"\r\n"),
+        r"""(?:^|[^A-Za-z0-9_-])(?i:set-cookie|cookie)(?:\\?["'])?[ \t]*:[ \t]*(?:\\?["'])?"""
+        r"""(\*{0,2}[^*\s=;"'\\][^\s=;"'\\]*=[^\r\n"'\\]*)""",
         "cookie",
     ),
     _rule("keyed-credential", _keyed(_KEYED_NAMES, _WS + r",;&<>(){}\[\]"), *_KEYED_NAMES),

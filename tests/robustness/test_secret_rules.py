@@ -193,6 +193,8 @@ def test_shapes_missed_before_are_masked(text, expected):
 HEALTHY = [
     "commit 6d2fabeb6add229bc199faba28fd3efb57df0bd3 of sourcegraph/sourcegraph",
     "cookie = get_pin_and_cookie_name(self.app)",
+    "    def set(self, cookie: Morsel[str], value: str | None = None) -> None:",
+    ":param cookie: The cookie header as a string.",
     "GET /status?code=200 HTTP/1.1",
     "Our offices in Asia and Europe are open.",
     "s.strip() removes the whitespace; items.sort() sorts.",
