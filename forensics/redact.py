@@ -233,11 +233,13 @@ RULES_FIRST: tuple[Rule, ...] = (
     _rule("google-refresh-token", rf"{_B}1//(0[0-9A-Za-z_-]{{20,}})", "1//0"),
     # gitleaks' jwt wants 17+ characters per part and an alphanumeric header.
     _rule("jwt", rf"{_B}(eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)", "eyj"),
-    # A private key block, PEM or PGP, encrypted (Proc-Type/DEK-Info headers) or not, to its END
-    # line or, cut short, to where the text ends: gitleaks' private-key needs the END line.
+    # A private key block, PEM or PGP, encrypted (Proc-Type/DEK-Info headers) or not: its
+    # base64 lines and armor headers, to its END line or, cut short, to where the text stops
+    # (gitleaks' private-key needs the END line). Code that names the BEGIN line keeps the rest.
     _rule(
         "private-key-block",
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(\*{0,2}[^*-][^-]*(?:-[^-]+)*)",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----((?:(?:Proc-Type|DEK-Info|Version"
+        r"|Comment|Hash|Charset)[ \t]*:[^\r\n\\]*|[A-Za-z0-9+/=\\ \t\r\n])+)",
         "-----begin",
     ),
 )

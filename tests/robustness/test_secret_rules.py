@@ -195,6 +195,8 @@ HEALTHY = [
     "cookie = get_pin_and_cookie_name(self.app)",
     "    def set(self, cookie: Morsel[str], value: str | None = None) -> None:",
     ":param cookie: The cookie header as a string.",
+    'if line == "-----BEGIN OPENSSH PRIVATE KEY-----":\n    key = read_key(lines)\n',
+    '_HEADER = b"-----BEGIN RSA PRIVATE KEY-----"  # the file\'s first line',
     "GET /status?code=200 HTTP/1.1",
     "Our offices in Asia and Europe are open.",
     "s.strip() removes the whitespace; items.sort() sorts.",
