@@ -53,7 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, isolated
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, excerpt, isolated
 
 FORMAT = "gemini"
 
@@ -447,7 +447,7 @@ def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, 
             if exc.msg != jsonwalk.TRAILING and not text.rstrip().endswith("]")
             else f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}; the rest was not read"
         )
-        collector.reject(str(path), line_of(where), reason, text[where : where + 200], FORMAT)
+        collector.reject(str(path), line_of(where), reason, excerpt(text, where), FORMAT)
 
 
 def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]:
@@ -464,7 +464,7 @@ def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, An
                 str(path),
                 line_of(pos),
                 f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}",
-                text[pos : pos + 200],
+                excerpt(text, pos),
                 FORMAT,
             )
             nxt = text.find("\n{", pos)
@@ -492,7 +492,7 @@ def _responses(
                     str(path),
                     line,
                     "array without Gemini response chunks",
-                    json.dumps(value)[:200],
+                    excerpt(json.dumps(value)),
                     FORMAT,
                 )
                 continue
@@ -507,7 +507,7 @@ def _responses(
                 line,
                 "not a Gemini GenerateContentResponse (no candidates/promptFeedback with usage "
                 "or model metadata)",
-                json.dumps(value, ensure_ascii=False)[:200],
+                excerpt(json.dumps(value, ensure_ascii=False)),
                 FORMAT,
             )
             continue
