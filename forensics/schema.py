@@ -232,6 +232,15 @@ TURN_COLUMNS: list[Column] = [
         "sent it again), false for a response the capture holds. NULL for sources without "
         "requests (results files, logs).",
     ),
+    Column(
+        "refusal",
+        pa.string(),
+        "The refusal the model returned in place of an answer, where the API keeps it apart "
+        "from content (OpenAI Chat message.refusal, Responses refusal content parts, Inspect "
+        "refusal text parts); NULL otherwise. Stop reasons that withhold an answer are in "
+        "finish_reason (content_filter); the derived column refused joins both.",
+        redact=True,
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.
@@ -335,6 +344,15 @@ DERIVED_COLUMNS: list[Column] = [
 # Derived columns of the episode-level rules (think-loop, action-loop, …), kept in their own
 # block so the list above stays as it is.
 DERIVED_COLUMNS += [
+    Column(
+        "refused",
+        pa.bool_(),
+        "Assistant turns: the model or the provider withheld the answer, whatever the provider: "
+        "a refusal text (refusal), or a finish reason that blocks (content_filter: OpenAI "
+        "content_filter, Anthropic refusal, Gemini SAFETY/RECITATION/PROHIBITED_CONTENT/"
+        "BLOCKLIST/SPII/…, Bedrock guardrail_intervened; not Gemini's LANGUAGE, which blocks "
+        "nothing). NULL for other turns.",
+    ),
     Column(
         "prev_same_actor_containment",
         pa.float64(),

@@ -169,6 +169,15 @@ def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _refused() -> pl.Expr:
+    """A refusal text, or a finish reason that withheld the answer (content_filter, which
+    every provider's blocking reason normalises to; Gemini's LANGUAGE blocks nothing)."""
+    text = pl.col("refusal").fill_null("").str.strip_chars().str.len_chars() > 0
+    raw = pl.col("finish_reason_raw").fill_null("").str.strip_chars().str.to_uppercase()
+    blocked = (pl.col("finish_reason") == "content_filter").fill_null(False) & (raw != "LANGUAGE")
+    return text | blocked
+
+
 def _last_sentence(visible: pl.Expr) -> pl.Expr:
     return visible.str.strip_chars().str.extract(markers.LAST_SENTENCE_RE, 1).str.strip_chars()
 
@@ -283,6 +292,7 @@ def _own_signals(df: pl.DataFrame) -> pl.DataFrame:
             _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
         ).alias("_tail"),
         names.str.contains(markers.TRANSFER_TOOL_RE).alias("_transfers"),
+        pl.when(pl.col("role") == "assistant").then(_refused()).alias("refused"),
     )
     df = df.with_columns(
         pl.col("_tail").struct.field("period").alias("tail_period"),

@@ -406,6 +406,7 @@ class Collector:
             endpoint=endpoint,
             # tau2 names the call a tool message answers `id`, the OpenAI shape `tool_call_id`
             tool_call_id=_call_id(msg) if role == "tool" else None,
+            refusal=text_of(msg.get("refusal")) or None,
         )
         overrides = ep.turn_fields.get(index)
         if overrides:
