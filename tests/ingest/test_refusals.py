@@ -62,7 +62,7 @@ def test_a_streamed_refusal_is_joined_from_its_deltas():
         {"choices": [{"index": 0, "delta": {"refusal": "I'm sorry, "}}]},
         {"choices": [{"index": 0, "delta": {"refusal": "I can't."}, "finish_reason": "stop"}]},
     ]
-    message, fields = openai_chat.stream_turn(chunks, True)
+    message, _ = openai_chat.stream_turn(chunks, True)
     assert (message["content"], message["refusal"]) == (None, "I'm sorry, I can't.")
 
 
