@@ -212,9 +212,10 @@ TURN_COLUMNS: list[Column] = [
     Column(
         "tool_call_id",
         pa.string(),
-        "Tool results: the id of the call the result answers (OpenAI tool_call_id, Anthropic "
-        "tool_use_id, Gemini functionResponse.id, tau2's tool message id). NULL otherwise or "
-        "when the source keeps none.",
+        "Tool results: the id of the call the result answers (OpenAI tool_call_id, Responses "
+        "call_id, Anthropic tool_use_id, Gemini functionResponse.id, tau2's tool message id). "
+        "In captured traffic, the response's id of that call when the client replayed it under "
+        "another id. NULL otherwise or when the source keeps none.",
         redact=True,
     ),
     Column(
@@ -240,6 +241,13 @@ TURN_COLUMNS: list[Column] = [
         "refusal text parts); NULL otherwise. Stop reasons that withhold an answer are in "
         "finish_reason (content_filter); the derived column refused joins both.",
         redact=True,
+    ),
+    Column(
+        "request_time",
+        pa.float64(),
+        "Captured API traffic: when the call was made, in seconds since the Unix epoch (UTC), as "
+        "the capture dates it (a HAR entry's startedDateTime, a Ruby VCR interaction's "
+        "recorded_at, else the response's Date header). NULL when undated.",
     ),
 ]
 

@@ -158,3 +158,46 @@ def test_tool_call_ids_now_judge_a_chat_capture(tmp_path):
     assert tools["tool_call_id"].to_list() == ["call_8"]
     found = [(f["rule"], f["turn_index"]) for f in result.findings.iter_rows(named=True)]
     assert ("tool-call-ids", 2) in found
+
+
+def test_a_client_that_replays_a_call_under_its_own_id_is_not_a_pairing_fault(tmp_path):
+    # pydantic-ai replayed Responses calls under their item id (fc_…) instead of call_id, the
+    # result consistently so: the provider saw matching pairs, and so must the rule
+    responses = "https://api.openai.com/v1/responses"
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_capital",
+        "arguments": '{"country": "France"}',
+    }
+    tools = [{"type": "function", "name": "get_capital", "parameters": {"type": "object"}}]
+    first = {
+        "request": {
+            "url": responses,
+            "body": {"model": "gpt-4o", "tools": tools, "input": "Capital of France?"},
+        },
+        "response": {"body": {"object": "response", "status": "completed", "output": [call]}},
+    }
+    replayed = {**call, "call_id": "fc_1"}
+    second_input = [
+        {"role": "user", "content": "Capital of France?"},
+        replayed,
+        {"type": "function_call_output", "call_id": "fc_1", "output": "Paris"},
+    ]
+    answer = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Paris."}],
+    }
+    second = {
+        "request": {
+            "url": responses,
+            "body": {"model": "gpt-4o", "tools": tools, "input": second_input},
+        },
+        "response": {"body": {"object": "response", "status": "completed", "output": [answer]}},
+    }
+    result = _scan(tmp_path, [first, second])
+    tools = result.turns.filter(result.turns["role"] == "tool")
+    assert tools["tool_call_id"].to_list() == ["call_1"]
+    assert result.findings.is_empty()

@@ -216,6 +216,8 @@ def interaction_exchange(item: Mapping[str, Any]) -> Exchange:
         url=as_str(request.get("uri") or request.get("url")),
         method=as_str(request.get("method")),
         has_response=bool(response),
+        # Ruby VCR dates each interaction; vcrpy keeps only the server's Date header.
+        time=as_str(item.get("recorded_at")) or header(response.get("headers"), "date"),
     )
 
 
