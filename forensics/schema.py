@@ -28,6 +28,16 @@ TOOL_CALL = pa.struct(
     ]
 )
 LABEL = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.string())])
+# A component of a reward as the benchmark scored it (tau2 reward_breakdown: DB, COMMUNICATE, …).
+REWARD_PART = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.float64())])
+# An action the task expected, who was to take it, and whether a call matched it.
+EXPECTED_ACTION = pa.struct(
+    [
+        pa.field("name", pa.string()),
+        pa.field("requestor", pa.string()),
+        pa.field("matched", pa.bool_()),
+    ]
+)
 # A tool call written as text (enrich: text_calls): error is why it does not parse, NULL if it does.
 TEXT_CALL = pa.struct(
     [
@@ -427,6 +437,29 @@ TRAJECTORY_COLUMNS: list[Column] = [
         pa.string(),
         "Where those artifacts contradict each other (two different rewards), in words; NULL "
         "when they agree.",
+        redact=True,
+    ),
+    Column(
+        "reward_breakdown",
+        pa.list_(REWARD_PART),
+        "The reward's components as the benchmark scored them (tau2 reward_info."
+        "reward_breakdown: DB, COMMUNICATE, ENV_ASSERTION, ACTION, NL_ASSERTION); NULL when the "
+        "source keeps none.",
+        redact=True,
+    ),
+    Column(
+        "db_match",
+        pa.bool_(),
+        "Whether the environment's final database equals the one the expected actions produce "
+        "(tau2 reward_info.db_check.db_match); NULL when not checked.",
+    ),
+    Column(
+        "expected_actions",
+        pa.list_(EXPECTED_ACTION),
+        "The actions the task expected: name, requestor (assistant or user) and whether a call "
+        "matched (tau2 reward_info.action_checks, action_match), else the task's "
+        "evaluation_criteria.actions (matched NULL); [] when the task expects none, NULL when "
+        "unknown.",
         redact=True,
     ),
 ]

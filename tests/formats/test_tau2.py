@@ -12,7 +12,7 @@ import forensics
 from forensics.cli import cli
 from forensics.ingest import detect
 
-from conftest import DATA, realdata
+from conftest import DATA, realdata, run_cli
 
 TAU2 = DATA / "tau2"
 QWEN = TAU2 / "qwen2.5-7b_airline_llm_agent_gpt-4.1-user.subset6.json"
@@ -30,12 +30,11 @@ HEALTHY_WHOLE = [
     "gpt-4.1-2025-04-14_telecom_no-user_gpt-4.1-2025-04-14_4trials_5tasks.json",
     "leaderboard-trimmed_toolorchestra_airline.first20.json",
 ]
-# What the healthy whole files really carry: in gpt-4.1 airline task 26 (reward 0) the user
-# simulator answers the agent's offer of a transfer with "Yes, please transfer me … ###TRANSFER###"
-# before any transfer call (failure catalogue §3.10 #53).
-REAL_FINDINGS = {
-    "gpt-4.1_airline_default_gpt-4.1_1trials.json": {("user-sim-early-stop", "26", 18)},
-}
+# What the healthy whole files really carry: nothing. In gpt-4.1 airline task 26 (reward 0) the
+# user simulator answers the agent's offer of a transfer with "Yes, please transfer me …
+# ###TRANSFER###", but the reward breakdown shows the agent's own cancellation failed the
+# database check (DB 0, COMMUNICATE 1, no action expected): not the simulator's doing (issue 21).
+REAL_FINDINGS: dict[str, set[tuple[str, str, int]]] = {}
 WHOLE_QWEN = "qwen2.5-7b_airline_llm_agent_gpt-4.1-user.subset.json"
 
 
@@ -191,6 +190,24 @@ def test_healthy_whole_files_have_no_finding_of_any_rule(name):
     assert result.turns.height == sum(len(s["messages"]) for s in doc["simulations"])
     found = set(result.findings.select("rule", "task_id", "turn_index").iter_rows())
     assert found == REAL_FINDINGS.get(path.name, set()), result.findings.select("rule", "message")
+
+
+def test_the_reward_breakdown_reaches_the_trajectories_and_the_gate_stays_green():
+    path = realdata("tau2", "gpt-4.1_airline_default_gpt-4.1_1trials.json")
+    result = forensics.scan([str(path)])
+    by_task = {t["task_id"]: t for t in result.trajectories.iter_rows(named=True)}
+    task26 = by_task["26"]
+    assert task26["reward_breakdown"] == [
+        {"key": "DB", "value": 0.0},
+        {"key": "COMMUNICATE", "value": 1.0},
+    ]
+    assert (task26["db_match"], task26["expected_actions"]) == (False, [])
+    # action_checks say which expected action a call matched
+    assert by_task["13"]["expected_actions"] == [
+        {"name": "transfer_to_human_agents", "requestor": "assistant", "matched": False}
+    ]
+    code, out, _ = run_cli("scan", str(path), "--no-report")
+    assert code == 0 and "gate: pass" in out
 
 
 def test_whole_qwen_file_has_exactly_the_nine_empty_stops():
