@@ -363,6 +363,16 @@ DERIVED_COLUMNS: list[Column] = [
 # block so the list above stays as it is.
 DERIVED_COLUMNS += [
     Column(
+        "reasoning_calls",
+        pa.list_(TEXT_CALL),
+        "Assistant turns whose tool-call markup sits in the reasoning (tool_markup_in = "
+        "reasoning): the calls it writes (forensics/check/markupcalls.py), error NULL for a "
+        "call the model made (complete, parseable, a tool the request offered, the last thing "
+        "the reasoning holds), else why it is not one (quoted in prose, a placeholder that does "
+        "not parse, a name no tool has). NULL otherwise, and for markup formats not parsed there.",
+        redact=True,
+    ),
+    Column(
         "refused",
         pa.bool_(),
         "Assistant turns: the model or the provider withheld the answer, whatever the provider: "

@@ -14,7 +14,7 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import markers, schema
-from forensics.check import textcalls
+from forensics.check import markupcalls, textcalls
 
 if TYPE_CHECKING:
     from polars.expr.whenthen import ChainedThen, Then
@@ -298,7 +298,7 @@ def _own_signals(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("_tail").struct.field("period").alias("tail_period"),
         pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
     ).drop("_whole", "_tail")
-    return _text_calls(_request_keys(_tool_markup(df)))
+    return _text_calls(_request_keys(_reasoning_calls(_tool_markup(df))))
 
 
 def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
@@ -343,6 +343,25 @@ def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
 
 
 _TEXT_CALL = pl.Struct({"name": pl.String, "arguments": pl.String, "error": pl.String})
+
+
+def _reasoning_calls(df: pl.DataFrame) -> pl.DataFrame:
+    """reasoning_calls of the turns whose markup sits in the reasoning (markupcalls.py): few
+    rows, parsed in Python."""
+    rows = df.select(pl.arg_where(pl.col("tool_markup_in") == "reasoning").alias("i"))["i"]
+    picked = df.select("reasoning", "content", "tool_markup_format", "offered_tools")[rows]
+    found = [
+        markupcalls.parse(r["reasoning"], r["content"], r["tool_markup_format"], r["offered_tools"])
+        for r in picked.iter_rows(named=True)
+    ]
+    parsed = pl.DataFrame(
+        {"_row": rows, "reasoning_calls": pl.Series(found, dtype=pl.List(_TEXT_CALL))}
+    )
+    return (
+        df.with_row_index("_row")
+        .join(parsed, on="_row", how="left", maintain_order="left")
+        .drop("_row")
+    )
 
 
 def _text_calls(df: pl.DataFrame) -> pl.DataFrame:
