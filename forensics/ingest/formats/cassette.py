@@ -452,6 +452,8 @@ SPECS = (
         # resemble; YAML as often as JSON, so before the text scanner takes it.
         priority=700,
         columns=capture.EXCHANGE_COLUMNS,
+        # Ruby VCR's recorded_at, else a Date header the server sent and the recorder kept.
+        extra_columns=frozenset({"request_time"}),
         benchmark=False,
         artifact="capture",
         rerun=None,

@@ -124,7 +124,8 @@ SPECS = (
         sniff=sniff,
         ingest=ingest,
         priority=710,
-        columns=capture.EXCHANGE_COLUMNS,
+        # HAR dates every entry (startedDateTime).
+        columns=capture.EXCHANGE_COLUMNS | {"request_time"},
         benchmark=False,
         artifact="capture",
         rerun=None,

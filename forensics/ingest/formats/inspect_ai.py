@@ -564,7 +564,7 @@ _COLUMNS = frozenset(
     {
         "content", "reasoning", "tool_calls", "finish_reason", "finish_reason_raw",
         "input_tokens", "output_tokens", "reasoning_tokens", "max_output_tokens",
-        "tools_attached", "tool_count", "tool_choice", "model", "endpoint", "error",
+        "tools_attached", "tool_count", "tool_choice", "model", "endpoint", "error", "refusal",
     }
 )  # fmt: skip
 # The plan reruns samples by id: Inspect's --sample-id takes them comma-separated.
