@@ -101,7 +101,8 @@ def _flat_calls(message: Mapping[str, Any]) -> list[tuple[Any, Any]]:
     calls = message.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         if isinstance(call, dict):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else call
+            fn = call.get("function")
+            fn = fn if isinstance(fn, dict) else call
             out.append((call.get("id"), fn.get("name")))
     return out
 

@@ -108,7 +108,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
                     }
                 )
         elif kind.endswith("_call_output"):
-            result = {
+            result: dict[str, Any] = {
                 "role": "tool",
                 "content": text_of(item.get("output")),
                 "reasoning": None,
@@ -120,7 +120,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         elif kind == "message":
             role = item.get("role") or "user"
             role = "system" if role == "developer" else role
-            message = {
+            message: dict[str, Any] = {
                 "role": role,
                 "content": text_of(item.get("content")),
                 "reasoning": None,

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,11 +216,11 @@ class _Step:
     default_model: str | None
 
     @property
-    def extra(self) -> dict[str, Any]:
+    def extra(self) -> Mapping[str, Any]:
         return as_dict(self.step.get("extra"))
 
     @property
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> Mapping[str, Any]:
         return as_dict(self.step.get("metrics"))
 
     def call_id(self) -> tuple[str, str] | None:
