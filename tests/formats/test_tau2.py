@@ -220,6 +220,11 @@ def test_whole_qwen_file_has_exactly_the_nine_empty_stops():
     assert len(got) == 9
     assert got == empty_stops(qwen)
     assert stops["trajectory_id"].n_unique() == 9
+    # task 21: the simulator's "Please transfer me … ###TRANSFER###" after the agent, stuck on a
+    # reservation it could not find, offered a transfer; the task expected two updates and no
+    # transfer, so the simulator cost nothing (issue 21): no user-sim-early-stop
+    early = result.findings.filter(pl.col("rule") == "user-sim-early-stop")
+    assert early.is_empty(), early.select("task_id", "turn_index")
 
 
 def test_solo_mode_and_trimmed_files(scan_of):
