@@ -349,9 +349,30 @@ def _reasoning_calls(df: pl.DataFrame) -> pl.DataFrame:
     """reasoning_calls of the turns whose markup sits in the reasoning (markupcalls.py): few
     rows, parsed in Python."""
     rows = df.select(pl.arg_where(pl.col("tool_markup_in") == "reasoning").alias("i"))["i"]
-    picked = df.select("reasoning", "content", "tool_markup_format", "offered_tools")[rows]
+    content = pl.col("content").fill_null("")
+    inline = pl.concat_str(
+        [
+            content.str.extract_all(
+                f"{markers.CLOSED_BLOCK_RE}|{markers.UNCLOSED_TAIL_RE}"
+            ).list.join("\n"),
+            pl.when(pl.col("think_open_count") == 0)
+            .then(content.str.extract(f"({markers.LEADING_TO_CLOSER_RE})", 1))
+            .otherwise(None),
+        ],
+        separator="\n",
+        ignore_nulls=True,
+    )
+    # The reasoning as tool_markup_in read it (field, then inline blocks), openers removed.
+    text = (
+        pl.concat_str([pl.col("reasoning"), inline], separator="\n", ignore_nulls=True)
+        .str.replace_all(markers.OPEN_RE, "")
+        .str.slice(-markupcalls.TAIL)
+    )
+    picked = df[rows].select(
+        text.alias("text"), pl.col("tool_markup_format"), pl.col("offered_tools")
+    )
     found = [
-        markupcalls.parse(r["reasoning"], r["content"], r["tool_markup_format"], r["offered_tools"])
+        markupcalls.parse(r["text"], r["tool_markup_format"], r["offered_tools"])
         for r in picked.iter_rows(named=True)
     ]
     parsed = pl.DataFrame(

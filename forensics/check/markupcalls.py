@@ -8,6 +8,10 @@ reasoning parser kept it). Reasoning that discusses the call format quotes marku
 a placeholder that does not parse, a name no tool has, or words that follow. `parse` reads the
 formats whose payload it knows (hermes, qwen3_coder, glm45/glm47, mistral, llama3 JSON); for
 the others it returns None and the rule judges the markup alone, as before.
+
+Reasoning is untrusted text of any length. A swallowed call ends it, so only its last `TAIL`
+characters are read: the lazy patterns below then cost at most TAIL x (openers in the window),
+however long the text (enrich extracts the reasoning with polars' linear-time regexes).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ _TRAILER = re.compile(
     rf"(?:{markers.CLOSE_RE}|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|eom_id\|>|</s>|\s)*$"
 )
 _QUOTES = "`'\""
+# Characters read from the end of the reasoning: a call's payload fits many times over.
+TAIL = 16_000
 # The formats whose payload is read here (markers.TOOL_MARKUP ids).
 PARSED = frozenset(
     {"hermes", "qwen3_coder", "glm45", "glm47", "mistral", "llama3_json", markers.UNWRAPPED_JSON}
@@ -95,26 +101,15 @@ def _matches(text: str, fmt: str) -> tuple[list[dict[str, str | None]], list[tup
     return calls, spans
 
 
-def _reasoning_text(reasoning: str | None, content: str | None) -> str:
-    """The reasoning the markup sits in: the field, else the inline reasoning of content."""
-    if reasoning and reasoning.strip():
-        return reasoning
-    text = content or ""
-    blocks = re.findall(markers.CLOSED_BLOCK_RE, text)
-    blocks += re.findall(markers.UNCLOSED_TAIL_RE, re.sub(markers.CLOSED_BLOCK_RE, "", text))
-    if not blocks and (lead := re.search(markers.LEADING_TO_CLOSER_RE, text)):
-        blocks = [lead.group(0)]
-    return "\n".join(re.sub(markers.OPEN_RE, "", b) for b in blocks)
-
-
 def parse(
-    reasoning: str | None, content: str | None, fmt: str | None, offered: list[str] | None
+    reasoning: str | None, fmt: str | None, offered: list[str] | None
 ) -> list[dict[str, str | None]] | None:
-    """The calls the reasoning's markup writes, each with `error` NULL when it is a call the
-    model made (see the module docstring), else why not; None for a format not parsed here."""
+    """The calls the markup of a reasoning text (field or inline block, openers removed)
+    writes, each with `error` NULL when it is a call the model made (see the module
+    docstring), else why not; None for a format not parsed here."""
     if fmt not in PARSED:
         return None
-    text = _reasoning_text(reasoning, content)
+    text = (reasoning or "")[-TAIL:]
     calls, spans = _matches(text, fmt)
     if not calls:
         return [_call(None, None, "markup without a complete call (no closing marker)")]

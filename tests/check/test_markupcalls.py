@@ -14,13 +14,13 @@ QWEN3_CODER = (
 )
 
 
-def _errors(reasoning, fmt, offered=None, content=None):
-    calls = markupcalls.parse(reasoning, content, fmt, offered)
+def _errors(reasoning, fmt, offered=None):
+    calls = markupcalls.parse(reasoning, fmt, offered)
     return None if calls is None else [c["error"] for c in calls]
 
 
 def test_qwen3_coder_call_is_read_with_its_parameters():
-    (call,) = markupcalls.parse(QWEN3_CODER, None, "qwen3_coder", ["get_current_weather"])
+    (call,) = markupcalls.parse(QWEN3_CODER, "qwen3_coder", ["get_current_weather"])
     assert call == {
         "name": "get_current_weather",
         "arguments": '{"location": "Boston, MA"}',
@@ -50,10 +50,13 @@ def test_what_makes_markup_a_call_or_not(reasoning, fmt, offered, error):
         assert got is not None and error in got
 
 
-def test_an_inline_reasoning_block_is_read_from_content():
-    call = '{"name": "get_weather", "arguments": {}}'
-    content = f"<think>\nI need the weather.\n<tool_call>\n{call}\n</tool_call>"
-    assert _errors(None, "hermes", None, content) == [None]
+def test_only_the_end_of_a_long_reasoning_is_read():
+    # the call ends the reasoning: what comes before the last TAIL characters is never searched
+    lead = "<tool_call>{" * 200_000
+    assert _errors(lead + QWEN3_CODER, "qwen3_coder") == [None]
+    assert _errors(QWEN3_CODER + " " * markupcalls.TAIL, "qwen3_coder") == [
+        "markup without a complete call (no closing marker)"
+    ]
 
 
 def test_a_format_not_parsed_here_is_left_to_the_markup_alone():
