@@ -28,6 +28,16 @@ TOOL_CALL = pa.struct(
     ]
 )
 LABEL = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.string())])
+# A component of a reward as the benchmark scored it (tau2 reward_breakdown: DB, COMMUNICATE, …).
+REWARD_PART = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.float64())])
+# An action the task expected, who was to take it, and whether a call matched it.
+EXPECTED_ACTION = pa.struct(
+    [
+        pa.field("name", pa.string()),
+        pa.field("requestor", pa.string()),
+        pa.field("matched", pa.bool_()),
+    ]
+)
 # A tool call written as text (enrich: text_calls): error is why it does not parse, NULL if it does.
 TEXT_CALL = pa.struct(
     [
@@ -214,9 +224,10 @@ TURN_COLUMNS: list[Column] = [
     Column(
         "tool_call_id",
         pa.string(),
-        "Tool results: the id of the call the result answers (OpenAI tool_call_id, Anthropic "
-        "tool_use_id, Gemini functionResponse.id, tau2's tool message id). NULL otherwise or "
-        "when the source keeps none.",
+        "Tool results: the id of the call the result answers (OpenAI tool_call_id, Responses "
+        "call_id, Anthropic tool_use_id, Gemini functionResponse.id, tau2's tool message id). "
+        "In captured traffic, the response's id of that call when the client replayed it under "
+        "another id. NULL otherwise or when the source keeps none.",
         redact=True,
     ),
     Column(
@@ -233,6 +244,22 @@ TURN_COLUMNS: list[Column] = [
         "Captured API traffic: true for a message taken from a request's history (the client "
         "sent it again), false for a response the capture holds. NULL for sources without "
         "requests (results files, logs).",
+    ),
+    Column(
+        "refusal",
+        pa.string(),
+        "The refusal the model returned in place of an answer, where the API keeps it apart "
+        "from content (OpenAI Chat message.refusal, Responses refusal content parts, Inspect "
+        "refusal text parts); NULL otherwise. Stop reasons that withhold an answer are in "
+        "finish_reason (content_filter); the derived column refused joins both.",
+        redact=True,
+    ),
+    Column(
+        "request_time",
+        pa.float64(),
+        "Captured API traffic: when the call was made, in seconds since the Unix epoch (UTC), as "
+        "the capture dates it (a HAR entry's startedDateTime, a Ruby VCR interaction's "
+        "recorded_at, else the response's Date header). NULL when undated.",
     ),
 ]
 
@@ -339,6 +366,25 @@ DERIVED_COLUMNS: list[Column] = [
 # block so the list above stays as it is.
 DERIVED_COLUMNS += [
     Column(
+        "reasoning_calls",
+        pa.list_(TEXT_CALL),
+        "Assistant turns whose tool-call markup sits in the reasoning (tool_markup_in = "
+        "reasoning): the calls it writes (forensics/check/markupcalls.py), error NULL for a "
+        "call the model made (complete, parseable, a tool the request offered, the last thing "
+        "the reasoning holds), else why it is not one (quoted in prose, a placeholder that does "
+        "not parse, a name no tool has). NULL otherwise, and for markup formats not parsed there.",
+        redact=True,
+    ),
+    Column(
+        "refused",
+        pa.bool_(),
+        "Assistant turns: the model or the provider withheld the answer, whatever the provider: "
+        "a refusal text (refusal), or a finish reason that blocks (content_filter: OpenAI "
+        "content_filter, Anthropic refusal, Gemini SAFETY/RECITATION/PROHIBITED_CONTENT/"
+        "BLOCKLIST/SPII/…, Bedrock guardrail_intervened; not Gemini's LANGUAGE, which blocks "
+        "nothing). NULL for other turns.",
+    ),
+    Column(
         "prev_same_actor_containment",
         pa.float64(),
         "Share of the shorter text's word bigrams found in the other, between the turn and the "
@@ -404,6 +450,29 @@ TRAJECTORY_COLUMNS: list[Column] = [
         pa.string(),
         "Where those artifacts contradict each other (two different rewards), in words; NULL "
         "when they agree.",
+        redact=True,
+    ),
+    Column(
+        "reward_breakdown",
+        pa.list_(REWARD_PART),
+        "The reward's components as the benchmark scored them (tau2 reward_info."
+        "reward_breakdown: DB, COMMUNICATE, ENV_ASSERTION, ACTION, NL_ASSERTION); NULL when the "
+        "source keeps none.",
+        redact=True,
+    ),
+    Column(
+        "db_match",
+        pa.bool_(),
+        "Whether the environment's final database equals the one the expected actions produce "
+        "(tau2 reward_info.db_check.db_match); NULL when not checked.",
+    ),
+    Column(
+        "expected_actions",
+        pa.list_(EXPECTED_ACTION),
+        "The actions the task expected: name, requestor (assistant or user) and whether a call "
+        "matched (tau2 reward_info.action_checks, action_match), else the task's "
+        "evaluation_criteria.actions (matched NULL); [] when the task expects none, NULL when "
+        "unknown.",
         redact=True,
     ),
 ]

@@ -23,7 +23,7 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import schema
-from forensics.check import fingerprint, rulefile
+from forensics.check import fingerprint, provider_errors, rulefile
 from forensics.check import params as params_mod
 from forensics.check.params import Param, ParamError
 from forensics.content import content_dir
@@ -207,6 +207,9 @@ def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) ->
                 not_checked.setdefault(path, {})[rule.id] = rule.missing(cols)
 
     con = duckdb.connect()
+    # Vocabulary the rules share (provider_errors.py: how each provider words an overflow).
+    for macro in provider_errors.sql_macros():
+        con.execute(macro)
     # The newest Arrow layout keeps polars' string views: DuckDB reads them as they are, where
     # the default layout would copy every text column of the turns for the rules to read.
     con.register("turns", turns.to_arrow(compat_level=pl.CompatLevel.newest()))

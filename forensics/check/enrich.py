@@ -14,7 +14,7 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import markers, schema
-from forensics.check import textcalls
+from forensics.check import markupcalls, textcalls
 
 if TYPE_CHECKING:
     from polars.expr.whenthen import ChainedThen, Then
@@ -169,6 +169,15 @@ def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _refused() -> pl.Expr:
+    """A refusal text, or a finish reason that withheld the answer (content_filter, which
+    every provider's blocking reason normalises to; Gemini's LANGUAGE blocks nothing)."""
+    text = pl.col("refusal").fill_null("").str.strip_chars().str.len_chars() > 0
+    raw = pl.col("finish_reason_raw").fill_null("").str.strip_chars().str.to_uppercase()
+    blocked = (pl.col("finish_reason") == "content_filter").fill_null(False) & (raw != "LANGUAGE")
+    return text | blocked
+
+
 def _last_sentence(visible: pl.Expr) -> pl.Expr:
     return visible.str.strip_chars().str.extract(markers.LAST_SENTENCE_RE, 1).str.strip_chars()
 
@@ -283,12 +292,13 @@ def _own_signals(df: pl.DataFrame) -> pl.DataFrame:
             _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
         ).alias("_tail"),
         names.str.contains(markers.TRANSFER_TOOL_RE).alias("_transfers"),
+        pl.when(pl.col("role") == "assistant").then(_refused()).alias("refused"),
     )
     df = df.with_columns(
         pl.col("_tail").struct.field("period").alias("tail_period"),
         pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
     ).drop("_whole", "_tail")
-    return _text_calls(_request_keys(_tool_markup(df)))
+    return _text_calls(_request_keys(_reasoning_calls(_tool_markup(df))))
 
 
 def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
@@ -333,6 +343,46 @@ def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
 
 
 _TEXT_CALL = pl.Struct({"name": pl.String, "arguments": pl.String, "error": pl.String})
+
+
+def _reasoning_calls(df: pl.DataFrame) -> pl.DataFrame:
+    """reasoning_calls of the turns whose markup sits in the reasoning (markupcalls.py): few
+    rows, parsed in Python."""
+    rows = df.select(pl.arg_where(pl.col("tool_markup_in") == "reasoning").alias("i"))["i"]
+    content = pl.col("content").fill_null("")
+    inline = pl.concat_str(
+        [
+            content.str.extract_all(
+                f"{markers.CLOSED_BLOCK_RE}|{markers.UNCLOSED_TAIL_RE}"
+            ).list.join("\n"),
+            pl.when(pl.col("think_open_count") == 0)
+            .then(content.str.extract(f"({markers.LEADING_TO_CLOSER_RE})", 1))
+            .otherwise(None),
+        ],
+        separator="\n",
+        ignore_nulls=True,
+    )
+    # The reasoning as tool_markup_in read it (field, then inline blocks), openers removed.
+    text = (
+        pl.concat_str([pl.col("reasoning"), inline], separator="\n", ignore_nulls=True)
+        .str.replace_all(markers.OPEN_RE, "")
+        .str.slice(-markupcalls.TAIL)
+    )
+    picked = df[rows].select(
+        text.alias("text"), pl.col("tool_markup_format"), pl.col("offered_tools")
+    )
+    found = [
+        markupcalls.parse(r["text"], r["tool_markup_format"], r["offered_tools"])
+        for r in picked.iter_rows(named=True)
+    ]
+    parsed = pl.DataFrame(
+        {"_row": rows, "reasoning_calls": pl.Series(found, dtype=pl.List(_TEXT_CALL))}
+    )
+    return (
+        df.with_row_index("_row")
+        .join(parsed, on="_row", how="left", maintain_order="left")
+        .drop("_row")
+    )
 
 
 def _text_calls(df: pl.DataFrame) -> pl.DataFrame:

@@ -257,7 +257,14 @@ def _episode_row(row: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, 
     """The canonical row, completed from the others (see the module doc for who wins)."""
     out = dict(row)
     by_outcome = sorted(group, key=lambda r: _OUTCOME_RANK.get(r["source_format"], 3))
-    for column in ("reward", "termination_reason", "error"):
+    for column in (
+        "reward",
+        "termination_reason",
+        "error",
+        "reward_breakdown",
+        "db_match",
+        "expected_actions",
+    ):
         out[column] = next((r[column] for r in by_outcome if r[column] is not None), None)
     for column in ("agent_model", "user_model", "variant", "ingest_note"):
         out[column] = next((r[column] for r in group if r[column] is not None), None)

@@ -115,6 +115,11 @@ class Episode:
     error: str | None = None
     # Why the episode has no (or fewer) turns, when the source says so (trajectories.ingest_note).
     note: str | None = None
+    # How the benchmark scored it, where it says (trajectories.reward_breakdown, db_match,
+    # expected_actions): rows of schema.REWARD_PART and schema.EXPECTED_ACTION.
+    reward_breakdown: list[dict[str, Any]] | None = None
+    db_match: bool | None = None
+    expected_actions: list[dict[str, Any]] | None = None
     messages: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     # JSON path of the record and of each message (by index) in the file, where the reader
     # knows them: they locate a rejected record beyond its line.
@@ -417,6 +422,7 @@ class Collector:
             endpoint=endpoint,
             # tau2 names the call a tool message answers `id`, the OpenAI shape `tool_call_id`
             tool_call_id=_call_id(msg) if role == "tool" else None,
+            refusal=text_of(msg.get("refusal")) or None,
         )
         overrides = ep.turn_fields.get(index)
         if overrides:
@@ -472,6 +478,9 @@ class Collector:
             agent_turn_count=sum(r["actor"] == "agent" for r in rows),
             tool_call_count=sum(len(r["tool_calls"] or []) for r in rows if r["actor"] == "agent"),
             ingest_note=note,
+            reward_breakdown=ep.reward_breakdown,
+            db_match=ep.db_match,
+            expected_actions=ep.expected_actions,
             labels=[],
         )
         try:

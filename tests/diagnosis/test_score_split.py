@@ -114,10 +114,11 @@ def test_real_tau2_runs_split():
     split = forensics.scan([str(realdata("tau2"))]).diagnosis.score
     assert (split.scored, split.penalised, split.reward_lost) == (104, 46, 46.0)
     # qwen2.5's too_many_errors episode (run-exit-model) and its two other action loops are
-    # the model's
-    assert _groups(split) == {"infra": (5, 5.0), "model": (11, 11.0), "unexplained": (30, 30.0)}
-    assert split.plumbing_share == 0.1087
-    assert (split.mean_reward, split.mean_reward_without_infra) == (0.5577, 0.5816)
+    # the model's; the simulator's "please transfer me" in gpt-4.1 task 26 and qwen2.5 task 21
+    # is not plumbing: their reward breakdowns fail on the agents' own actions (issue 21)
+    assert _groups(split) == {"infra": (3, 3.0), "model": (11, 11.0), "unexplained": (32, 32.0)}
+    assert split.plumbing_share == 0.0652
+    assert (split.mean_reward, split.mean_reward_without_infra) == (0.5577, 0.57)
 
 
 def test_healthy_real_tau_bench_runs_have_no_fault_but_their_failures():

@@ -19,15 +19,15 @@ def test_a_directory_mixing_every_agent_format_scans_without_rejects():
         "inspect_json": 3,
         "swe_agent_traj": 2,
         "mini_swe_agent": 1,
-        "harbor_atif": 3,
-        "harbor_trial_result": 3,
+        "harbor_atif": 4,
+        "harbor_trial_result": 4,
         "openhands_events": 11,
         "openhands_state": 1,
         "openhands_legacy": 2,
     }
     # a file without rows says why (a continuation, a trial result, a later event)
     assert all(f.note for f in result.files if f.records == 0)
-    assert result.trajectories.height == 19
+    assert result.trajectories.height == 20
     assert Counter(result.findings["rule"]) == {
         "max-tokens": 3,
         "context-overflow": 2,

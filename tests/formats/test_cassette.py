@@ -435,3 +435,69 @@ def test_a_stale_content_encoding_header_does_not_reject_a_plain_body():
     damaged = {"body": {"string": b"\x1f\x8b\x08\x00garbage"}, "headers": {}}
     with pytest.raises(cassette.BadBody, match="compressed body is damaged"):
         cassette.body_of(damaged)
+
+
+# --- time between requests (issue 21 item 7) --------------------------------------------------
+
+_OPENAI = "https://api.openai.com/v1/chat/completions"
+_BAD_MODEL = {
+    "error": {"message": "The model `gpt-4.1-mni` does not exist", "code": "model_not_found"}
+}
+
+
+def _ruby_interaction(recorded_at: str | None, date: str | None = None) -> dict:
+    request = {"model": "gpt-4.1-mni", "messages": [{"role": "user", "content": "Say hi"}]}
+    headers = {"Content-Type": ["application/json"]} | ({"Date": [date]} if date else {})
+    item = {
+        "request": {
+            "method": "post",
+            "uri": _OPENAI,
+            "body": {"encoding": "UTF-8", "string": json.dumps(request)},
+            "headers": {"Content-Type": ["application/json"]},
+        },
+        "response": {
+            "status": {"code": 404, "message": "Not Found"},
+            "headers": headers,
+            "body": {"encoding": "UTF-8", "string": json.dumps(_BAD_MODEL)},
+        },
+    }
+    if recorded_at is not None:
+        item["recorded_at"] = recorded_at
+    return item
+
+
+def _storms(tmp_path, items) -> list[tuple[str, int]]:
+    path = tmp_path / "cassette.json"
+    path.write_text(json.dumps({"http_interactions": items, "recorded_with": "VCR 6.2.0"}))
+    result = forensics.scan([str(path)])
+    return [
+        (f["rule"], f["turn_index"])
+        for f in result.findings.iter_rows(named=True)
+        if f["rule"] == "retry-storm"
+    ]
+
+
+def test_identical_requests_recorded_months_apart_are_no_retry_storm(tmp_path):
+    # three runs of one test, the cassette re-recorded each time (17 months between the first
+    # and the last): each request was sent once, not retried
+    items = [
+        _ruby_interaction("Tue, 14 Nov 2023 10:02:11 GMT"),
+        _ruby_interaction("Mon, 03 Jun 2024 16:45:09 GMT"),
+        _ruby_interaction("Wed, 16 Apr 2025 08:30:40 GMT"),
+    ]
+    assert _storms(tmp_path, items) == []
+
+
+def test_identical_failures_seconds_apart_are_a_retry_storm(tmp_path):
+    # vcrpy keeps no recording time: the server's Date header dates the calls
+    items = [
+        _ruby_interaction(None, "Wed, 16 Apr 2025 08:30:40 GMT"),
+        _ruby_interaction(None, "Wed, 16 Apr 2025 08:30:41 GMT"),
+        _ruby_interaction(None, "Wed, 16 Apr 2025 08:30:43 GMT"),
+    ]
+    assert _storms(tmp_path, items) == [("retry-storm", 1)]
+
+
+def test_undated_identical_failures_are_judged_by_their_order(tmp_path):
+    items = [_ruby_interaction(None) for _ in range(3)]
+    assert _storms(tmp_path, items) == [("retry-storm", 1)]

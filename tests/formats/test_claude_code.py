@@ -108,3 +108,40 @@ def test_stream_json_output_ends_with_its_result_line():
     assert list(zip(f["rule"], f["turn_index"], f["source_line"], strict=True)) == [
         ("max-tokens", 2, 5)
     ]
+
+
+def _line(kind, content, msg_id=None, stop=None, n=0):
+    message = {"role": kind, "content": content}
+    if kind == "assistant":
+        usage = {"input_tokens": 3, "cache_read_input_tokens": 9000, "output_tokens": 80}
+        message |= {"id": msg_id, "model": "claude-sonnet-4-5", "stop_reason": stop, "usage": usage}
+    return json.dumps(
+        {"type": kind, "sessionId": "s1", "parentUuid": None, "uuid": f"u{n}", "message": message}
+    )
+
+
+def test_a_block_written_after_the_result_of_an_earlier_call_still_joins_its_response(tmp_path):
+    # Claude Code runs a call as soon as its block is complete: its result can be written
+    # before the response's next tool_use block (same message.id), which is the same turn.
+    call = {"type": "tool_use", "id": "toolu_A", "name": "Read", "input": {"file_path": "/a"}}
+    other = {"type": "tool_use", "id": "toolu_B", "name": "Read", "input": {"file_path": "/b"}}
+    lines = [
+        _line("user", "Compare /a and /b.", n=1),
+        _line("assistant", [{"type": "text", "text": "Reading both."}], "msg_1", None, 2),
+        _line("assistant", [call], "msg_1", None, 3),
+        _line("user", [{"type": "tool_result", "tool_use_id": "toolu_A", "content": "a"}], n=4),
+        _line("assistant", [other], "msg_1", "tool_use", 5),
+        _line("assistant", [call], "msg_1", "tool_use", 6),  # written again: not a third call
+        _line("user", [{"type": "tool_result", "tool_use_id": "toolu_B", "content": "b"}], n=7),
+        _line("assistant", [{"type": "text", "text": "They differ."}], "msg_2", "end_turn", 8),
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = forensics.scan([str(path)])
+    turns = result.turns
+    assert turns["role"].to_list() == ["user", "assistant", "tool", "tool", "assistant"]
+    first = turns.row(1, named=True)
+    assert [c["id"] for c in first["tool_calls"]] == ["toolu_A", "toolu_B"]
+    assert (first["content"], first["finish_reason_raw"]) == ("Reading both.", "tool_use")
+    assert turns["tool_call_id"].to_list()[2:4] == ["toolu_A", "toolu_B"]
+    assert result.findings.is_empty()

@@ -153,3 +153,117 @@ def test_a_cut_result_beside_a_trajectory_is_rejected_not_ignored(tmp_path):
     assert reject["reason"].startswith("not a whole trial result")
     (traj,) = result.trajectories.iter_rows(named=True)
     assert traj["turn_count"] == 7 and traj["reward"] is None  # the trajectory is still read
+
+
+# --- one model call written as several steps (issue 21 item 1) -------------------------------
+
+SPLIT = Path(__file__).parent.parent / "data" / "agents" / "harbor" / "2026-02-10__09-00-00"
+SPLIT_TRIAL = SPLIT / "fix-tests__Cc5Dd6F"
+
+
+def _agent_turns(result):
+    turns = result.turns.filter(result.turns["actor"] == "agent")
+    return [
+        (
+            t["source_line"],
+            t["content"],
+            [c["name"] for c in t["tool_calls"]],
+            t["input_tokens"],
+            t["finish_reason"],
+        )
+        for t in turns.iter_rows(named=True)
+    ]
+
+
+def test_blocks_of_one_response_are_one_turn_and_raise_no_false_finding():
+    # Harbor's Claude Code converter before #1760 wrote a step per content block, each with
+    # the message's usage and stop_reason: read as turns they were 4 empty-tool-calls (a text
+    # step with stop_reason tool_use) and a silent-prompt-truncation (the same prompt count
+    # three times) on a healthy trial.
+    result = forensics.scan([str(SPLIT)])
+    assert result.rejects.is_empty()
+    assert _agent_turns(result) == [
+        (27, "I'll run the test suite and read the parser to see what fails.", ["Bash", "Read"],
+         11873, "tool_calls"),
+        (153, "The parser returns None for an empty line. I'll make it return an empty list "
+         "instead.", ["Edit"], 13390, "tool_calls"),
+        (217, "Now I'll run the tests again.", ["Bash"], 13761, "tool_calls"),
+        (280, "All 14 tests pass: `parse_line('')` now returns an empty list.", [], 14102, "stop"),
+    ]  # fmt: skip
+    first = result.turns.filter(result.turns["source_line"] == 27).row(0, named=True)
+    assert first["reasoning"].startswith("The task says empty lines return None.")
+    assert first["output_tokens"] == 212
+    # the results of both calls come after the turn that made them
+    assert result.turns["actor"].to_list() == [
+        "user_sim", "agent", "env", "env", "agent", "env", "agent", "env", "agent",
+    ]  # fmt: skip
+    (traj,) = result.trajectories.iter_rows(named=True)
+    assert traj["reward"] == 1.0 and traj["tool_call_count"] == 4
+    assert traj["ingest_note"] == (
+        "5 step(s) continue the model call of the step before them (blocks of one response): "
+        "one turn each call"
+    )
+    assert result.findings.is_empty()
+
+
+def _split_copy(tmp_path, change):
+    doc = json.loads((SPLIT_TRIAL / "agent" / "trajectory.json").read_text())
+    change(doc["steps"])
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(doc, indent=2))
+    return forensics.scan([str(path)])
+
+
+def test_usage_kept_on_the_first_block_only_still_groups_the_blocks(tmp_path):
+    # harbor #905 (2026-03) to #1760: metrics on the first step of a message only
+    def first_block_only(steps):
+        for i in (2, 3, 4, 6, 8):
+            steps[i].pop("metrics")
+
+    result = _split_copy(tmp_path, first_block_only)
+    assert [t[2] for t in _agent_turns(result)] == [["Bash", "Read"], ["Edit"], ["Bash"], []]
+    assert result.findings.is_empty()
+
+
+def test_a_shared_message_id_groups_steps_and_different_ids_part_them(tmp_path):
+    def ids(steps):
+        for i, step in enumerate(steps[1:], 1):
+            step.pop("metrics")
+            step["extra"]["message_id"] = "msg_A" if i < 5 else f"msg_{i}"
+
+    result = _split_copy(tmp_path, ids)
+    assert [t[2] for t in _agent_turns(result)] == [
+        ["Bash", "Read"],
+        [],
+        ["Edit"],
+        [],
+        ["Bash"],
+        [],
+    ]
+
+
+def test_steps_of_different_calls_stay_apart(tmp_path):
+    def apart(steps):
+        steps[1]["metrics"]["prompt_tokens"] -= 1  # another prompt: another call
+        steps[6]["llm_call_count"] = 1  # a writer that counts calls wrote one step per call
+        steps[6]["metrics"] = steps[5]["metrics"]
+
+    result = _split_copy(tmp_path, apart)
+    assert [(t[1][:20], t[2]) for t in _agent_turns(result)] == [
+        ("", []),
+        ("I'll run the test su", ["Bash", "Read"]),
+        ("The parser returns N", []),
+        ("", ["Edit"]),
+        ("Now I'll run the tes", ["Bash"]),
+        ("All 14 tests pass: `", []),
+    ]
+
+
+def test_same_usage_across_a_returned_result_is_another_call():
+    # harbor's terminus-2 golden run repeats a mocked usage (850 prompt tokens) on steps that
+    # each got their observation back before the next: three calls, not one
+    result = forensics.scan([str(TERMINUS)])
+    cont = result.turns.filter(
+        (result.turns["actor"] == "agent") & (result.turns["input_tokens"] == 850)
+    )
+    assert cont.height == 3

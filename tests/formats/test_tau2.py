@@ -12,7 +12,7 @@ import forensics
 from forensics.cli import cli
 from forensics.ingest import detect
 
-from conftest import DATA, realdata
+from conftest import DATA, realdata, run_cli
 
 TAU2 = DATA / "tau2"
 QWEN = TAU2 / "qwen2.5-7b_airline_llm_agent_gpt-4.1-user.subset6.json"
@@ -30,12 +30,11 @@ HEALTHY_WHOLE = [
     "gpt-4.1-2025-04-14_telecom_no-user_gpt-4.1-2025-04-14_4trials_5tasks.json",
     "leaderboard-trimmed_toolorchestra_airline.first20.json",
 ]
-# What the healthy whole files really carry: in gpt-4.1 airline task 26 (reward 0) the user
-# simulator answers the agent's offer of a transfer with "Yes, please transfer me … ###TRANSFER###"
-# before any transfer call (failure catalogue §3.10 #53).
-REAL_FINDINGS = {
-    "gpt-4.1_airline_default_gpt-4.1_1trials.json": {("user-sim-early-stop", "26", 18)},
-}
+# What the healthy whole files really carry: nothing. In gpt-4.1 airline task 26 (reward 0) the
+# user simulator answers the agent's offer of a transfer with "Yes, please transfer me …
+# ###TRANSFER###", but the reward breakdown shows the agent's own cancellation failed the
+# database check (DB 0, COMMUNICATE 1, no action expected): not the simulator's doing (issue 21).
+REAL_FINDINGS: dict[str, set[tuple[str, str, int]]] = {}
 WHOLE_QWEN = "qwen2.5-7b_airline_llm_agent_gpt-4.1-user.subset.json"
 
 
@@ -193,6 +192,24 @@ def test_healthy_whole_files_have_no_finding_of_any_rule(name):
     assert found == REAL_FINDINGS.get(path.name, set()), result.findings.select("rule", "message")
 
 
+def test_the_reward_breakdown_reaches_the_trajectories_and_the_gate_stays_green():
+    path = realdata("tau2", "gpt-4.1_airline_default_gpt-4.1_1trials.json")
+    result = forensics.scan([str(path)])
+    by_task = {t["task_id"]: t for t in result.trajectories.iter_rows(named=True)}
+    task26 = by_task["26"]
+    assert task26["reward_breakdown"] == [
+        {"key": "DB", "value": 0.0},
+        {"key": "COMMUNICATE", "value": 1.0},
+    ]
+    assert (task26["db_match"], task26["expected_actions"]) == (False, [])
+    # action_checks say which expected action a call matched
+    assert by_task["13"]["expected_actions"] == [
+        {"name": "transfer_to_human_agents", "requestor": "assistant", "matched": False}
+    ]
+    code, out, _ = run_cli("scan", str(path), "--no-report")
+    assert code == 0 and "gate: pass" in out
+
+
 def test_whole_qwen_file_has_exactly_the_nine_empty_stops():
     qwen = realdata("tau2", WHOLE_QWEN)
     result = forensics.scan([str(qwen)])
@@ -203,6 +220,11 @@ def test_whole_qwen_file_has_exactly_the_nine_empty_stops():
     assert len(got) == 9
     assert got == empty_stops(qwen)
     assert stops["trajectory_id"].n_unique() == 9
+    # task 21: the simulator's "Please transfer me … ###TRANSFER###" after the agent, stuck on a
+    # reservation it could not find, offered a transfer; the task expected two updates and no
+    # transfer, so the simulator cost nothing (issue 21): no user-sim-early-stop
+    early = result.findings.filter(pl.col("rule") == "user-sim-early-stop")
+    assert early.is_empty(), early.select("task_id", "turn_index")
 
 
 def test_solo_mode_and_trimmed_files(scan_of):

@@ -166,3 +166,35 @@ def test_chat_request_fields_dialects():
         "reasoning": None,
         "tool_calls": [],
     }
+
+
+def test_azure_filter_annotation_chunks_stay_in_their_stream(tmp_path):
+    """Azure OpenAI sends its content-filter results as chunks with an empty id: the prompt's
+    before the first delta, the asynchronous filter's after the finish reason. They are part of
+    the one stream, not a second one cut off (a false stream-cut-off on a complete stream, real
+    corpus: microsoft__semantic-kernel__azure_streaming_async_filter.txt)."""
+    import json
+
+    import forensics
+
+    safe = {"filtered": False, "severity": "safe"}
+    annotations = [
+        {"choices": [], "created": 0, "id": "", "model": "", "object": "",
+         "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {"hate": safe}}]},
+        chunk({"content": "", "role": "assistant"}, id="chatcmpl-1", model="gpt-4o"),
+        chunk({"content": "Kindness"}, id="chatcmpl-1", model="gpt-4o"),
+        chunk({}, "stop", id="chatcmpl-1", model="gpt-4o"),
+        {"choices": [{"content_filter_offsets": {"check_offset": 0, "start_offset": 0,
+                                                 "end_offset": 8},
+                      "content_filter_results": {"hate": safe}, "finish_reason": None,
+                      "index": 0}],
+         "created": 0, "id": "", "model": "", "object": ""},
+    ]  # fmt: skip
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in annotations) + "data: [DONE]\n\n"
+    path = tmp_path / "azure.txt"
+    path.write_text(body)
+    result = forensics.scan([str(path)])
+    assert result.turns.select("content", "finish_reason", "stream_completed").rows() == [
+        ("Kindness", "stop", True)
+    ]
+    assert result.findings.is_empty()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from functools import partial
 from types import ModuleType
 from typing import Any
@@ -49,6 +51,8 @@ class Exchange:
     transport_error: str | None = None  # why no HTTP response arrived (HAR _error, batch error)
     endpoint: str | None = None  # where the call went when there is no URL (LiteLLM api_base)
     has_response: bool = True  # False: the container has no response side at all
+    # When the call was made, as the container dates it (ISO 8601 or an HTTP date).
+    time: str | None = None
 
 
 @dataclass
@@ -184,7 +188,28 @@ def build(ex: Exchange, line: int) -> Call:
     ):
         where = " ".join(p for p in (ex.method, without_query(ex.url)) if p)
         raise NotACall(f"not an LLM API call{f' ({where})' if where else ''}")
-    return dialect.build(ex, line, request, res_kind, response, payloads, done, bad)
+    call = dialect.build(ex, line, request, res_kind, response, payloads, done, bad)
+    if (seconds := epoch_seconds(ex.time)) is not None:
+        call.fields["request_time"] = seconds
+    return call
+
+
+def epoch_seconds(text: str | None) -> float | None:
+    """Seconds since the epoch of an ISO 8601 time (HAR) or an HTTP date (RFC 9110: Date
+    headers, Ruby VCR's recorded_at); None when it is neither. A time without a zone is UTC."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = text.strip()
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
 
 
 # Endpoints of the same APIs that produce no turn: embeddings, token counting.

@@ -90,6 +90,48 @@ def canonical(message: Mapping[str, Any], cache: dict[str, str]) -> bytes:
 class _Trajectory:
     episode: Episode
     error: str | None = None
+    # The tool calls of its last assistant message with calls, as the turn holds them: the
+    # ids the results that follow answer.
+    calls: list[dict[str, Any]] | None = None
+
+
+def _flat_calls(message: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """(id, name) of each tool call of a raw or normalised message."""
+    out = []
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict):
+            fn = call.get("function")
+            fn = fn if isinstance(fn, dict) else call
+            out.append((call.get("id"), fn.get("name")))
+    return out
+
+
+def _renamed_ids(
+    messages: Sequence[Mapping[str, Any]], matched: int, ours: list[dict[str, Any]] | None
+) -> dict[str, str]:
+    """Call ids the client replayed differently from the response that made the calls.
+
+    Ids are left out of the fingerprints because clients rewrite them (pydantic-ai replayed
+    Responses calls under their item id): a result then answers the client's id, which the
+    turn, holding the response's, does not know. The last assistant message of the matched
+    history is the trajectory's last one with calls when their names agree call by call."""
+    if not ours:
+        return {}
+    for message in reversed(messages[:matched]):
+        if message.get("role") != "assistant":
+            continue
+        replayed = _flat_calls(message)
+        if len(replayed) != len(ours) or any(
+            name != call.get("name") for (_, name), call in zip(replayed, ours, strict=True)
+        ):
+            return {}
+        return {
+            client: call["id"]
+            for (client, _), call in zip(replayed, ours, strict=True)
+            if isinstance(client, str) and isinstance(call.get("id"), str) and client != call["id"]
+        }
+    return {}
 
 
 class Linker:
@@ -195,12 +237,18 @@ class Linker:
         if traj is None:
             traj = self._new(history_line)
         normalise = call.normalise
+        renamed = _renamed_ids(messages, matched, traj.calls)
         for message in messages[matched:]:
-            traj.episode.add(
-                history_line, normalise(message) if normalise else message, replayed=True
-            )
+            turn = normalise(message) if normalise else message
+            if renamed and turn.get("tool_call_id") in renamed:
+                turn = {**turn, "tool_call_id": renamed[turn["tool_call_id"]]}
+            traj.episode.add(history_line, turn, replayed=True)
+            if turn.get("role") == "assistant" and turn.get("tool_calls"):
+                traj.calls = turn["tool_calls"]
         if call.output is not None:
             traj.episode.add(call.line, call.output, **call.fields, replayed=False)
+            if call.output.get("tool_calls"):
+                traj.calls = call.output["tool_calls"]
             if not call.failed:
                 running.update(self._canonical(call.output))
             traj.error = call.fields.get("error")

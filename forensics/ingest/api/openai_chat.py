@@ -67,12 +67,37 @@ def message(raw: Mapping[str, Any], default_role: str = "assistant") -> dict[str
     content = raw.get("content")
     if content is None and isinstance(raw.get("text"), str):  # legacy completions choice
         content = raw["text"]
-    return {
+    out = {
         "role": role,
         "content": text_of(content),
         "reasoning": reasoning if isinstance(reasoning, str) else None,
         "tool_calls": _tool_calls(raw),
     }
+    if (refusal := refusal_of(raw.get("refusal"), content)) is not None:
+        out["refusal"] = refusal
+    # The call a tool result answers: what tool-call-ids pairs results with calls by.
+    if role == "tool" and (call_id := as_str(raw.get("tool_call_id"))):
+        out["tool_call_id"] = call_id
+    return out
+
+
+def refusal_of(field: Any, content: Any) -> str | None:
+    """The refusal of a message: the `refusal` field (a structured-output refusal, content
+    null), else the `refusal` content parts an assistant message in a request carries."""
+    if isinstance(field, str) and field.strip():
+        return field
+    parts = (
+        [
+            p["refusal"]
+            for p in content
+            if isinstance(p, dict)
+            and p.get("type") == "refusal"
+            and isinstance(p.get("refusal"), str)
+        ]
+        if isinstance(content, list)
+        else []
+    )
+    return "\n".join(parts) if parts else None
 
 
 def request_message(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,6 +215,7 @@ def stream_turn(
     """
     content: list[str] = []
     reasoning: list[str] = []
+    refusal: list[str] = []
     calls: dict[Any, dict[str, Any]] = {}
     fields: dict[str, Any] = {"stream_completed": done}
     errors: list[str] = []
@@ -214,6 +240,8 @@ def stream_turn(
                 piece = delta.get("reasoning")
             if isinstance(piece, str):
                 reasoning.append(piece)
+            if isinstance(delta.get("refusal"), str):  # a refusal streams as its own deltas
+                refusal.append(delta["refusal"])
             for part in delta.get("tool_calls") or []:
                 if not isinstance(part, dict):
                     continue
@@ -252,4 +280,6 @@ def stream_turn(
             for c in calls.values()
         ],
     }
+    if "".join(refusal).strip():
+        out["refusal"] = "".join(refusal)
     return out, fields

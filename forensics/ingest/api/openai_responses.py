@@ -49,6 +49,7 @@ def output_message(items: Any) -> dict[str, Any]:
     """The output items of a response as one assistant message."""
     texts: list[str] = []
     thoughts: list[str] = []
+    refusals: list[str] = []
     calls: list[dict[str, Any]] = []
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict):
@@ -56,23 +57,27 @@ def output_message(items: Any) -> dict[str, Any]:
         kind = item.get("type")
         if kind == "message":
             for part in item.get("content") or []:
-                if isinstance(part, dict):
-                    text = (
-                        part.get("text") if part.get("type") != "refusal" else part.get("refusal")
-                    )
-                    if isinstance(text, str):
-                        texts.append(text)
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "refusal":  # the model refused: not an answer's text
+                    if isinstance(part.get("refusal"), str):
+                        refusals.append(part["refusal"])
+                elif isinstance(part.get("text"), str):
+                    texts.append(part["text"])
         elif kind == "reasoning":
             if (text := _reasoning_text(item)) is not None:
                 thoughts.append(text)
         elif kind in _CALLS:
             calls.append(_call(item))
-    return {
+    out: dict[str, Any] = {
         "role": "assistant",
         "content": "".join(texts) if texts else None,
         "reasoning": "\n".join(thoughts) if thoughts else None,
         "tool_calls": calls,
     }
+    if "".join(refusals).strip():
+        out["refusal"] = "".join(refusals)
+    return out
 
 
 def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -103,25 +108,27 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
                     }
                 )
         elif kind.endswith("_call_output"):
-            out.append(
-                {
-                    "role": "tool",
-                    "content": text_of(item.get("output")),
-                    "reasoning": None,
-                    "tool_calls": [],
-                }
-            )
+            result: dict[str, Any] = {
+                "role": "tool",
+                "content": text_of(item.get("output")),
+                "reasoning": None,
+                "tool_calls": [],
+            }
+            if call_id := as_str(item.get("call_id")):
+                result["tool_call_id"] = call_id
+            out.append(result)
         elif kind == "message":
             role = item.get("role") or "user"
             role = "system" if role == "developer" else role
-            out.append(
-                {
-                    "role": role,
-                    "content": text_of(item.get("content")),
-                    "reasoning": None,
-                    "tool_calls": [],
-                }
-            )
+            message: dict[str, Any] = {
+                "role": role,
+                "content": text_of(item.get("content")),
+                "reasoning": None,
+                "tool_calls": [],
+            }
+            if (refusal := output_message([item]).get("refusal")) is not None:
+                message["refusal"] = refusal
+            out.append(message)
             kind = role
         previous_kind = kind
     return out

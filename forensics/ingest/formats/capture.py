@@ -32,7 +32,7 @@ LITELLM_FORMAT = "litellm_log"
 RESPONSE_COLUMNS = frozenset(
     {"content", "reasoning", "tool_calls", "tool_call_id", "finish_reason", "finish_reason_raw"}
     | {"input_tokens", "output_tokens", "reasoning_tokens", "model", "error", "http_status"}
-    | {"stream", "stream_completed", "tool_calls_without_type"}
+    | {"stream", "stream_completed", "tool_calls_without_type", "refusal"}
 )
 EXCHANGE_COLUMNS = RESPONSE_COLUMNS | {
     "max_output_tokens", "tools_attached", "tool_choice", "tool_count", "endpoint",

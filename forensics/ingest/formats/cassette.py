@@ -217,6 +217,8 @@ def interaction_exchange(item: Mapping[str, Any]) -> Exchange:
         url=as_str(request.get("uri") or request.get("url")),
         method=as_str(request.get("method")),
         has_response=bool(response),
+        # Ruby VCR dates each interaction; vcrpy keeps only the server's Date header.
+        time=as_str(item.get("recorded_at")) or header(response.get("headers"), "date"),
     )
 
 
@@ -451,6 +453,8 @@ SPECS = (
         # resemble; YAML as often as JSON, so before the text scanner takes it.
         priority=700,
         columns=capture.EXCHANGE_COLUMNS,
+        # Ruby VCR's recorded_at, else a Date header the server sent and the recorder kept.
+        extra_columns=frozenset({"request_time"}),
         benchmark=False,
         artifact="capture",
         rerun=None,

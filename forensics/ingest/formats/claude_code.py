@@ -5,9 +5,12 @@ every other type (summary, file-history-snapshot, queue-operation, permission-mo
 system notices, progress, …) describes the session and is counted as metadata, not turns.
 
 An assistant response is written as several lines, one per content block (thinking, text,
-tool_use), sharing `message.id`: they are one turn, its stop_reason and usage from the last of
-them. A user line holds either the human's prompt or `tool_result` blocks: each result is a tool
-turn of the environment (`is_error` kept as the turn's error). When the API call fails Claude
+tool_use), sharing `message.id` and repeating its usage: they are one turn, its stop_reason and
+usage from the last of them. Lines of other types may come between them (a local command's
+`system` lines, #50527), and so may the `tool_result` lines of calls already made: a block of the
+same `message.id` after them still joins the turn (a tool_use seen before is not added twice).
+A user line holds either the human's prompt or `tool_result` blocks: each result is a tool turn
+of the environment (`is_error` kept as the turn's error). When the API call fails Claude
 Code writes a synthetic assistant line (`isApiErrorMessage`, model `<synthetic>`, the error in
 `error`/`apiErrorStatus` and the text "API Error: …"); a response cut at the output cap becomes
 one saying it "exceeded the N output token maximum": read as a max_tokens stop at cap N.
@@ -165,6 +168,25 @@ def _user_turns(line: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str
             yield {"role": "tool", "content": text, "tool_call_id": b.get("tool_use_id")}, fields
 
 
+def _only_results(line: dict[str, Any]) -> bool:
+    """A user line that holds tool results and nothing the human wrote."""
+    message = got if isinstance(got := line.get("message"), dict) else {}
+    blocks = _blocks(message.get("content"))
+    return bool(blocks) and all(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
+    )
+
+
+def _new_blocks(have: list[Any], blocks: list[Any]) -> list[Any]:
+    """The blocks of a line not already in the turn: a tool_use is known by its id."""
+    seen = {b.get("id") for b in have if isinstance(b, dict) and b.get("type") == "tool_use"}
+    return [
+        b
+        for b in blocks
+        if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in seen)
+    ]
+
+
 def _session_key(line: dict[str, Any]) -> str:
     session = line.get("sessionId", line.get("session_id"))
     session = session if isinstance(session, str) else "unknown"
@@ -245,7 +267,7 @@ def ingest(path: Path, collector: Collector) -> int:
                 blocks = _blocks(line["message"].get("content"))
                 if isinstance(msg_id, str) and msg_id == s.open_id:
                     # Another block of the response already open: one turn, updated in place.
-                    s.blocks[s.open_index].extend(blocks)
+                    s.blocks[s.open_index].extend(_new_blocks(s.blocks[s.open_index], blocks))
                     message, fields = _assistant_fields(line, s.blocks[s.open_index])
                     first_line = ep.messages[s.open_index][0]
                     ep.messages[s.open_index] = (first_line, message)
@@ -259,7 +281,8 @@ def ingest(path: Path, collector: Collector) -> int:
                 message, fields = _assistant_fields(line, blocks)
                 ep.add(rec.line, message, **fields)
                 continue
-            s.open_id = None
+            if not _only_results(line):
+                s.open_id = None  # the human spoke: the response is over
             for message, fields in _user_turns(line):
                 ep.add(rec.line, message, **fields)
     for s in sessions.values():

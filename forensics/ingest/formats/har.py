@@ -61,6 +61,7 @@ def entry_exchange(entry: Mapping[str, Any]) -> Exchange:
         method=as_str(request.get("method")),
         transport_error=(error or "no response (HTTP status 0)") if failed else None,
         has_response=bool(response),
+        time=as_str(entry.get("startedDateTime")),
     )
 
 
@@ -123,7 +124,8 @@ SPECS = (
         sniff=sniff,
         ingest=ingest,
         priority=710,
-        columns=capture.EXCHANGE_COLUMNS,
+        # HAR dates every entry (startedDateTime).
+        columns=capture.EXCHANGE_COLUMNS | {"request_time"},
         benchmark=False,
         artifact="capture",
         rerun=None,

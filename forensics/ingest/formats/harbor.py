@@ -9,6 +9,18 @@ completion_tokens, cost_usd}`, the step's `model_name`; every `observation.resul
 with content is a tool turn (env) after it. ATIF keeps no finish reason nor output cap (a
 `finish_reason` or `stop_reason` in a step's `extra` is read when an agent puts one there).
 
+One model response can span several steps. Harbor's Claude Code converter before 2026-05-31
+(harbor `agents/installed/claude_code.py`, #1760 bundles them) and its Codex converter before
+2026-06-20 (#1888) wrote one step per event of the agent's own log: a step per content block
+(thinking, text, each tool_use), each carrying a copy of the message's `extra` (its
+`stop_reason`, e.g. `tool_use` on the text step too) and, until 2026-03-01 (#905), the same
+usage. Consecutive agent steps of one model call are one turn (`_same_call`): their text,
+reasoning and calls joined, the tool results after them. A call is recognised by an id the
+steps share in `extra` (message or response id), by identical prompt usage (prompt and cached
+tokens: a later call's prompt holds the earlier output, so it grows), or, for a writer that kept
+the usage on the first block only, by a tool-call-only step without usage that follows it.
+ATIF-v1.7's `llm_call_count` marks a writer that counts calls itself: its steps stay as they are.
+
 A context hand-off continues the trajectory in `trajectory.cont-N.json` (named by
 `continued_trajectory_ref`): those steps are the same episode, each turn located in its own
 file; their `is_copied_context` steps repeat what came before and are not turns again. A
@@ -26,6 +38,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -139,14 +153,23 @@ def _add_steps(
     doc: dict[str, Any],
     line_of: jsonwalk.LineCounter,
     continuation: bool,
-) -> tuple[int, int]:
-    """The steps of one file as turns; (copied-context steps skipped, references skipped)."""
+) -> tuple[int, int, int]:
+    """The steps of one file as turns; (copied-context steps skipped, references skipped,
+    steps merged into the turn of the model call before them)."""
     name = str(path)
     agent = as_dict(doc.get("agent"))
     default_model = agent.get("model_name") if isinstance(agent.get("model_name"), str) else None
     default_model = default_model or ep.run.agent_model
     tools = agent.get("tool_definitions")
-    copied = refs = 0
+    copied = refs = merged = 0
+    call: list[_Step] = []  # the agent steps of the model call read last, not yet added
+
+    def flush() -> None:
+        nonlocal refs
+        if call:
+            refs += _add_call(ep, name, call, tools)
+            call.clear()
+
     for i, (pos, step) in enumerate(walkers.items(doc, "steps") or []):
         where = f"$.steps[{i}]"
         line = line_of(pos)
@@ -159,52 +182,161 @@ def _add_steps(
             copied += 1
             continue
         source = step.get("source") if isinstance(step.get("source"), str) else None
-        fields: dict[str, Any] = {
-            "actor": _ACTORS.get(source or "", "unknown"),
-            "source_path": name,
-        }
         if source == "agent":
-            metrics = as_dict(step.get("metrics"))
-            cost = metrics.get("cost_usd")
-            extra = as_dict(step.get("extra"))
-            finish = extra.get("finish_reason", extra.get("stop_reason"))
-            model = (
-                step.get("model_name") if isinstance(step.get("model_name"), str) else default_model
-            )
-            reasoning = step.get("reasoning_content")
-            fields |= {
-                "reasoning": reasoning if isinstance(reasoning, str) else None,
-                "input_tokens": as_int(metrics.get("prompt_tokens")),
-                "output_tokens": as_int(metrics.get("completion_tokens")),
-                "cost_usd": float(cost)
-                if isinstance(cost, int | float) and not isinstance(cost, bool)
-                else None,
-                "model": model,
-                "finish_reason_raw": finish if isinstance(finish, str) else None,
-                "tool_calls": _tool_calls(step.get("tool_calls")),
-            }
-            if isinstance(tools, list):
-                fields |= {"tools_attached": bool(tools), "tool_count": len(tools)}
+            current = _Step(line, where, step, default_model)
+            if call and _same_call(call, current):
+                merged += 1
+            else:
+                flush()
+            call.append(current)
+            continue
+        flush()
         ep.add(
             line,
             {"role": _ROLES.get(source or ""), "content": text_of(step.get("message"))},
-            **fields,
+            actor=_ACTORS.get(source or "", "unknown"),
+            source_path=name,
         )
         ep.json_paths[len(ep.messages) - 1] = where
-        results = as_dict(step.get("observation")).get("results")
-        for j, result in enumerate(results if isinstance(results, list) else []):
-            result = as_dict(result)
-            if result.get("content") is None:
-                refs += 1  # a reference to a sub-agent's own trajectory file
-                continue
-            ep.add(
-                line,
-                {"role": "tool", "content": text_of(result["content"])},
-                actor="env",
-                source_path=name,
-            )
-            ep.json_paths[len(ep.messages) - 1] = f"{where}.observation.results[{j}]"
-    return copied, refs
+        refs += _add_results(ep, name, line, where, step)
+    flush()
+    return copied, refs, merged
+
+
+# Keys of a step's `extra` under which writers keep the id of the model call (the message id of
+# Anthropic, the response id of OpenAI, Codex's api_call_id, OpenHands' llm_response_id).
+_CALL_IDS = ("message_id", "response_id", "api_call_id", "llm_response_id", "request_id")
+
+
+@dataclass
+class _Step:
+    line: int
+    where: str
+    step: dict[str, Any]
+    default_model: str | None
+
+    @property
+    def extra(self) -> Mapping[str, Any]:
+        return as_dict(self.step.get("extra"))
+
+    @property
+    def metrics(self) -> Mapping[str, Any]:
+        return as_dict(self.step.get("metrics"))
+
+    def call_id(self) -> tuple[str, str] | None:
+        extra = self.extra
+        for key in (*_CALL_IDS, "requestId"):
+            if isinstance(extra.get(key), str) and extra[key]:
+                return key, extra[key]
+        return None
+
+    def usage(self) -> tuple[Any, ...] | None:
+        """What identifies the prompt the call was made with: prompt and cached tokens (and
+        the cache split, when the writer kept it)."""
+        metrics = self.metrics
+        prompt = as_int(metrics.get("prompt_tokens"))
+        if prompt is None or prompt <= 0:
+            return None
+        extra = as_dict(metrics.get("extra"))
+        return (
+            prompt,
+            as_int(metrics.get("cached_tokens")),
+            as_int(extra.get("cache_creation_input_tokens")),
+            as_int(extra.get("cache_read_input_tokens")),
+        )
+
+    def calls_only(self) -> bool:
+        """A step that holds tool calls and nothing the model wrote besides them."""
+        reasoning = self.step.get("reasoning_content")
+        return (
+            bool(_tool_calls(self.step.get("tool_calls")))
+            and not (text_of(self.step.get("message")) or "").strip()
+            and not (isinstance(reasoning, str) and reasoning.strip())
+        )
+
+
+def _same_call(call: list[_Step], step: _Step) -> bool:
+    """Whether an agent step continues the model call whose steps are `call` (see the module
+    docstring)."""
+    first, last = call[0], call[-1]
+    ours, theirs = first.call_id(), step.call_id()
+    if ours is not None and theirs is not None and ours[0] == theirs[0]:
+        return ours[1] == theirs[1]
+    if step.step.get("llm_call_count") is not None or first.step.get("llm_call_count") is not None:
+        return False  # a writer that counts calls wrote one step per call
+    # A result that came back before the step was in its prompt: only calls written side by
+    # side (each step of a parallel call carries its own result) are one response across it.
+    answered = bool(as_dict(last.step.get("observation")).get("results"))
+    if answered and not (last.calls_only() and step.calls_only()):
+        return False
+    usage = next((u for s in call if (u := s.usage()) is not None), None)
+    if usage is None:
+        return False
+    if (mine := step.usage()) is not None:
+        return mine == usage
+    # Usage on the first block only (harbor 2026-03 to 2026-05): a later block without it, one
+    # that is not reasoning (which opens a response), continues the call.
+    reasoning = step.step.get("reasoning_content")
+    return not step.metrics and not (isinstance(reasoning, str) and reasoning.strip())
+
+
+def _add_call(ep: Episode, name: str, call: list[_Step], tools: Any) -> int:
+    """The agent steps of one model call as one assistant turn, their tool results after it;
+    returns the sub-agent references skipped."""
+    first = call[0]
+    texts = [t for s in call if (t := text_of(s.step.get("message")))]
+    thoughts = [r for s in call if isinstance(r := s.step.get("reasoning_content"), str) and r]
+    finishes = [
+        f
+        for s in call
+        if isinstance(f := s.extra.get("finish_reason", s.extra.get("stop_reason")), str)
+    ]
+    models = [m for s in call if isinstance(m := s.step.get("model_name"), str)]
+    inputs = [v for s in call if (v := as_int(s.metrics.get("prompt_tokens"))) is not None]
+    outputs = [v for s in call if (v := as_int(s.metrics.get("completion_tokens"))) is not None]
+    costs = [
+        float(c)
+        for s in call
+        if isinstance(c := s.metrics.get("cost_usd"), int | float) and not isinstance(c, bool)
+    ]
+    fields: dict[str, Any] = {
+        "actor": "agent",
+        "source_path": name,
+        "reasoning": "\n\n".join(thoughts) if thoughts else None,
+        "input_tokens": inputs[0] if inputs else None,
+        # Blocks of one response repeat its usage (a stream updates the output count): the
+        # largest is the response's.
+        "output_tokens": max(outputs) if outputs else None,
+        "cost_usd": max(costs) if costs else None,
+        "model": models[0] if models else first.default_model,
+        "finish_reason_raw": finishes[-1] if finishes else None,
+        "tool_calls": [c for s in call for c in _tool_calls(s.step.get("tool_calls"))],
+    }
+    if isinstance(tools, list):
+        fields |= {"tools_attached": bool(tools), "tool_count": len(tools)}
+    content = "\n\n".join(texts) if texts else text_of(first.step.get("message"))
+    ep.add(first.line, {"role": "assistant", "content": content}, **fields)
+    ep.json_paths[len(ep.messages) - 1] = first.where
+    return sum(_add_results(ep, name, s.line, s.where, s.step) for s in call)
+
+
+def _add_results(ep: Episode, name: str, line: int, where: str, step: dict[str, Any]) -> int:
+    """Each observation result with content as a tool turn; returns the references skipped."""
+    refs = 0
+    results = as_dict(step.get("observation")).get("results")
+    for j, result in enumerate(results if isinstance(results, list) else []):
+        result = as_dict(result)
+        if result.get("content") is None:
+            refs += 1  # a reference to a sub-agent's own trajectory file
+            continue
+        ep.add(
+            line,
+            {"role": "tool", "content": text_of(result["content"])},
+            actor="env",
+            source_path=name,
+        )
+        ep.json_paths[len(ep.messages) - 1] = f"{where}.observation.results[{j}]"
+    return refs
 
 
 def _tool_calls(calls: Any) -> list[dict[str, Any]]:
@@ -261,7 +393,7 @@ def ingest(path: Path, collector: Collector) -> int:
         result = _load(trial / "result.json")
         if result is not None:
             _apply_result(ep, result)
-    copied, refs = _add_steps(ep, collector, path, doc, line_of, continuation=False)
+    copied, refs, merged = _add_steps(ep, collector, path, doc, line_of, continuation=False)
     notes = []
     seen = {path.resolve()}
     ref = doc.get("continued_trajectory_ref")
@@ -276,7 +408,7 @@ def ingest(path: Path, collector: Collector) -> int:
             break
         cont_doc, cont_lines = walked
         more = _add_steps(ep, collector, cont, cont_doc, cont_lines, continuation=True)
-        copied, refs = copied + more[0], refs + more[1]
+        copied, refs, merged = copied + more[0], refs + more[1], merged + more[2]
         ref = cont_doc.get("continued_trajectory_ref")
     if copied:
         notes.append(
@@ -285,6 +417,11 @@ def ingest(path: Path, collector: Collector) -> int:
         )
     if refs:
         notes.append(f"{refs} sub-agent trajectory reference(s) not followed")
+    if merged:
+        notes.append(
+            f"{merged} step(s) continue the model call of the step before them (blocks of one "
+            "response): one turn each call"
+        )
     ep.note = "; ".join(notes) or None
     _name_run(run)
     collector.add_episode(ep)

@@ -149,6 +149,20 @@ def _texts(content: Any) -> tuple[str | None, str | None]:
     return "\n".join(texts), ("\n".join(reasoning) if reasoning else None)
 
 
+def _refusal(content: Any) -> str | None:
+    """The refusal parts of an assistant message: a text part flagged `refusal: true` (what
+    Inspect makes of an OpenAI refusal) or a part holding `refusal` text."""
+    texts = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("refusal") is True and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif isinstance(part.get("refusal"), str) and not isinstance(part.get("text"), str):
+            texts.append(part["refusal"])
+    return "\n".join(texts) if texts else None
+
+
 def _tool_calls(msg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     calls, errors = [], []
     raw = msg.get("tool_calls")
@@ -356,7 +370,10 @@ def _episode(
             if tool_error:
                 errors.append(error_text(tool_error) or "tool error")
         fields["error"] = "; ".join(errors) if errors else None
-        ep.add(line, {"role": role, "content": content}, **fields)
+        message = {"role": role, "content": content}
+        if role == "assistant":
+            message["refusal"] = _refusal(msg.get("content"))
+        ep.add(line, message, **fields)
         ep.json_paths[len(ep.messages) - 1] = where
 
     # A call that failed produced no message; it ended the sample or was retried. Like a failed
@@ -548,7 +565,7 @@ _COLUMNS = frozenset(
     {
         "content", "reasoning", "tool_calls", "finish_reason", "finish_reason_raw",
         "input_tokens", "output_tokens", "reasoning_tokens", "max_output_tokens",
-        "tools_attached", "tool_count", "tool_choice", "model", "endpoint", "error",
+        "tools_attached", "tool_count", "tool_choice", "model", "endpoint", "error", "refusal",
     }
 )  # fmt: skip
 # The plan reruns samples by id: Inspect's --sample-id takes them comma-separated.

@@ -5,7 +5,9 @@ ends at `data: [DONE]` (OpenAI and compatible), `message_stop` (Anthropic) or a 
 `response.*` event (Responses API); whatever follows starts the next stream. The last stream of
 a file that ends without such an event is kept and, when it has no finish reason either,
 recorded as cut off. Chunks of another completion id also start the next stream: not every
-server sends `[DONE]`.
+server sends `[DONE]`. A chunk without an id (`"id": ""`) is not another completion: Azure OpenAI
+sends its content-filter annotations that way, the prompt's before the first chunk and the
+asynchronous filter's results after the finish reason, in the same stream.
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ def ingest(path: Path, collector: Collector) -> int:
     current_id = None
     for event in sse.events(text):
         payload = _payload(event)
-        # Servers that send no [DONE] still give every chunk of one completion the same id.
-        chunk_id = payload.get("id") if "choices" in payload else None
+        # Servers that send no [DONE] still give every chunk of one completion the same id;
+        # Azure's filter annotation chunks carry an empty one.
+        chunk_id = (payload.get("id") or None) if "choices" in payload else None
         if chunk_id is not None and current_id is not None and chunk_id != current_id:
             streams.append([])
         if chunk_id is not None:

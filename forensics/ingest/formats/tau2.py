@@ -35,6 +35,10 @@ _SIM_KEYS = frozenset({"messages", "ticks", "termination_reason"})
 
 # The dir layout's simulation files read their run from ../results.json; parse it once per scan.
 _RUNS: weakref.WeakKeyDictionary[Collector, dict[Path, Run]] = weakref.WeakKeyDictionary()
+# Per results file, each task's expected actions (evaluation_criteria.actions), by task id.
+_TASKS: weakref.WeakKeyDictionary[Collector, dict[Path, dict[str, list[dict[str, Any]]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def sniff_results(head: str) -> str | None:
@@ -198,6 +202,57 @@ def _termination(value: Any) -> str | None:
     return value.rsplit(".", 1)[-1].lower() if value.startswith("TerminationReason.") else value
 
 
+def _action(raw: Any, matched: Any = None) -> dict[str, Any] | None:
+    """An expected action (schema.EXPECTED_ACTION) of a tau2 Action object."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        return None
+    requestor = raw.get("requestor")
+    return {
+        "name": raw["name"],
+        "requestor": requestor if isinstance(requestor, str) else "assistant",
+        "matched": matched if isinstance(matched, bool) else None,
+    }
+
+
+def task_actions(tasks: Any) -> dict[str, list[dict[str, Any]]]:
+    """Each task's expected actions (evaluation_criteria.actions), by task id; a task without
+    evaluation criteria is left out (unknown), one with `actions: []` expects none."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, dict) or task.get("id") is None:
+            continue
+        criteria = task.get("evaluation_criteria")
+        actions = criteria.get("actions") if isinstance(criteria, dict) else None
+        if criteria is not None and (actions is None or isinstance(actions, list)):
+            found = [_action(a) for a in actions or []]
+            out[str(task["id"])] = [a for a in found if a is not None]
+    return out
+
+
+def _scoring(episode: Episode, reward_info: Any, expected: list[dict[str, Any]] | None) -> None:
+    """How the simulation was scored: the reward's components, the database check and the
+    actions the task expected (action_checks say which a call matched)."""
+    info = reward_info if isinstance(reward_info, dict) else {}
+    breakdown = info.get("reward_breakdown")
+    if isinstance(breakdown, dict):
+        episode.reward_breakdown = [
+            {"key": str(k), "value": float(v)}
+            for k, v in breakdown.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        ]
+    db = info.get("db_check")
+    if isinstance(db, dict) and isinstance(db.get("db_match"), bool):
+        episode.db_match = db["db_match"]
+    checks = info.get("action_checks")
+    if isinstance(checks, list):
+        found = [
+            _action(c.get("action"), c.get("action_match")) for c in checks if isinstance(c, dict)
+        ]
+        episode.expected_actions = [a for a in found if a is not None]
+    else:
+        episode.expected_actions = expected
+
+
 def add_simulation(
     collector: Collector,
     run: Run,
@@ -206,6 +261,7 @@ def add_simulation(
     offset: int,
     sim: dict[str, Any],
     source_format: str,
+    expected: dict[str, list[dict[str, Any]]] | None = None,
 ) -> None:
     sim_line = line_of(offset)  # first: LineCounter is linear only for increasing offsets
     implementation = run.labels.get("agent_implementation")
@@ -252,6 +308,7 @@ def add_simulation(
         error=error,
         note=note,
     )
+    _scoring(episode, reward_info, (expected or {}).get(episode.task_id or ""))
     if note:
         where = f"task {episode.task_id}, trial {episode.trial}"
         collector.note(str(path), f"{where}: {note}")
@@ -327,12 +384,13 @@ def ingest(path: Path, collector: Collector) -> int:
     if isinstance(top.get("timestamp"), str):
         run.labels["started"] = top["timestamp"]
     _RUNS.setdefault(collector, {})[path.resolve()] = run
+    expected = _TASKS.setdefault(collector, {})[path.resolve()] = task_actions(top.get("tasks"))
     for offset, sim in sims:
         if not isinstance(sim, dict):
             collector.reject(str(path), line_of(offset), "simulation is not an object", "", FORMAT)
             continue
         with isolated(collector, str(path), line_of(offset), FORMAT):
-            add_simulation(collector, run, path, line_of, offset, sim, FORMAT)
+            add_simulation(collector, run, path, line_of, offset, sim, FORMAT, expected)
     if cut is None and "simulations" not in top:
         _dir_layout_metadata(path, top, text, collector)
     elif cut is None and not sims:
@@ -396,13 +454,15 @@ def _run_for_simulation(path: Path, collector: Collector) -> Run:
     runs = _RUNS.setdefault(collector, {})
     if results in runs:
         return runs[results]
-    info = None
+    info = tasks = None
     if results.is_file():
         try:
-            info = json.loads(files.read_text(results)).get("info")
+            top = json.loads(files.read_text(results))
+            info, tasks = top.get("info"), top.get("tasks")
         except (json.JSONDecodeError, AttributeError, OSError):
             info = None  # results.json reports its own problem when it is scanned
     runs[results] = run_from_info(run_dir.name, info)
+    _TASKS.setdefault(collector, {})[results] = task_actions(tasks)
     return runs[results]
 
 
@@ -427,14 +487,16 @@ def ingest_simulation(path: Path, collector: Collector) -> int:
     )
     if read is None:
         return 0
+    run = _run_for_simulation(path, collector)
     add_simulation(
         collector,
-        _run_for_simulation(path, collector),
+        run,
         path,
         read.line_of,
         read.start,
         read.value,
         FORMAT_SIMULATION,
+        _TASKS.get(collector, {}).get(path.resolve().parent.parent / "results.json"),
     )
     return 1
 
