@@ -13,7 +13,7 @@ does not answer at all is stopped and the worker replaced. The run counts what b
 of stopping at the first failure and prints the figures the README quotes, by class. Exit
 status 1 when anything broke.
 
-    python benchmarks/fuzz.py --examples 5                   # every format and class, quick
+    python benchmarks/fuzz.py --examples 5 --sites           # every format, class and regex
     python benchmarks/fuzz.py --examples 300 --classes mutation
     python benchmarks/fuzz.py --examples 50 --seed 7 --keep failures/
     python benchmarks/fuzz.py --examples 20 --formats har litellm --classes bomb secret
@@ -41,7 +41,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(1, str(ROOT / "tests" / "robustness"))
 
-from attacks import BOMB_BUDGET_MB, CLASSES, Attack, applicable, file_name  # noqa: E402
+from attacks import (  # noqa: E402
+    BOMB_BUDGET_MB,
+    CLASSES,
+    Attack,
+    applicable,
+    file_name,
+    regex_sites,
+    site_attack,
+    site_seeds,
+)
 
 from hostile import SECRETS, SEEDS, mutation, planted  # noqa: E402
 
@@ -218,6 +227,8 @@ def check(worker: Worker, fmt: str, attack: Attack, keep: Path | None, counts: d
         for kind, detail in problems:
             counts[kind] += 1
             counts["failed"][attack.kind] += 1
+            if attack.target:
+                detail = f"{detail} ({attack.target})"
             counts["examples"].append(
                 {"format": fmt, "class": attack.kind, "kind": kind, "detail": detail}
             )
@@ -269,6 +280,15 @@ def fuzz(
     run()
 
 
+def sweep_sites(worker: Worker, formats: list[str], keep: Path | None, counts: dict) -> None:
+    """Every module-level pattern once, on the seeds its module reads (or a text log and a
+    capture): a line of 256 KiB per literal, each repeated after the others."""
+    for site in regex_sites():
+        for fmt in site_seeds(site):
+            if fmt in formats:  # the seed as it is: what is looked for here is time
+                check(worker, fmt, site_attack(site, SEEDS[fmt].read_bytes()), keep, counts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=100, help="inputs per format and class")
@@ -279,6 +299,11 @@ def main() -> None:
         nargs="*",
         default=["mutation", *CLASSES],
         help=f"mutation (byte and field level) and any of: {', '.join(CLASSES)}",
+    )
+    parser.add_argument(
+        "--sites",
+        action="store_true",
+        help="also every module-level pattern once, on the seeds its module reads",
     )
     parser.add_argument("--keep", type=Path, help="copy failing inputs here, one folder each")
     args = parser.parse_args()
@@ -293,6 +318,10 @@ def main() -> None:
             for kind in classes:
                 fuzz(worker, fmt, kind, args.examples, args.seed, args.keep, counts)
             print(f"{fmt:<24} {counts['inputs'] - before:>6} inputs", flush=True)
+        if args.sites:
+            before = counts["inputs"]
+            sweep_sites(worker, args.formats, args.keep, counts)
+            print(f"{'regex sites':<24} {counts['inputs'] - before:>6} inputs", flush=True)
     finally:
         worker.close()
     seconds = time.perf_counter() - started

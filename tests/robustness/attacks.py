@@ -28,11 +28,13 @@ import io
 import json
 import os
 import re
+import re._parser as sre  # the standard parser of patterns: their literals, per site
 import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import yaml
 from hypothesis import strategies as st
@@ -56,6 +58,8 @@ class Attack:
     secrets: list[tuple[str, str]] = field(default_factory=list)
     # A bomb: some reject must say this (the budget's flag); otherwise it was not bounded.
     expect_reject: str | None = None
+    # Where the attack aims (a regex site: module.PATTERN), for the report of a failure.
+    target: str = ""
 
 
 # --- long crafted lines ------------------------------------------------------------------------
@@ -73,23 +77,116 @@ SITE_TOKENS = [
 LINE_SIZES = [64 * 1024, 256 * 1024, 1024 * 1024]
 
 
+def _literals(pattern: str) -> list[str]:
+    """The literal runs of a pattern (`content=`, `response_metadata=`, a lone quote)."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        text = "".join(run)
+        if len(text) >= 2 or (text and not text.isalnum()):
+            out.append(text)
+        run.clear()
+
+    def walk(items: Any) -> None:
+        for op, av in items:
+            if op is sre.LITERAL:
+                run.append(chr(av))
+                continue
+            flush()
+            if op is sre.SUBPATTERN:
+                walk(av[3])
+            elif op is sre.BRANCH:
+                for branch in av[1]:
+                    walk(branch)
+                    flush()
+            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)):
+                walk(av[2])
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                walk(av[1])
+            flush()
+        flush()
+
+    try:
+        walk(sre.parse(pattern))
+    except Exception:  # a pattern of another dialect (RE2): its literals are not needed
+        return []
+    return out
+
+
+@dataclass(frozen=True)
+class Site:
+    """A module-level pattern over log text: where it is, and its literal runs."""
+
+    module: str
+    name: str
+    literals: tuple[str, ...]
+
+    def run(self, start: str, sep: str, size: int) -> bytes:
+        """`start` repeated after all the pattern's literals: a match attempt at each repeat
+        that looks ahead for the others (a lookahead, a lazy `.*?`) scans to the end of the
+        line, so a quadratic pattern shows at a few hundred KB (`response_metadata=` then
+        ` content=` thousands of times)."""
+        unit = (sep + start).encode()
+        return " ".join(self.literals).encode() + unit * (size // len(unit) + 1)
+
+
+@cache
+def regex_sites() -> list[Site]:
+    """Every module-level pattern (re or RE2) of forensics with a literal to repeat."""
+    import importlib
+    import pkgutil
+
+    import forensics
+
+    sites = []
+    for info in pkgutil.walk_packages(forensics.__path__, "forensics."):
+        try:
+            module = importlib.import_module(info.name)
+        except Exception:  # an optional dependency (ray): not a log-text site
+            continue
+        for name, value in sorted(vars(module).items()):
+            pattern = getattr(value, "pattern", None)
+            compiled = isinstance(pattern, str) and callable(getattr(value, "search", None))
+            if compiled and (literals := _literals(pattern)):
+                sites.append(Site(info.name, name, tuple(dict.fromkeys(literals))))
+    return sites
+
+
+SEPARATORS = [" ", " ", "", ", ", "'", "\t"]
+
+
+@st.composite
+def _site_run(draw: st.DrawFn, size: int) -> bytes:
+    site = draw(st.sampled_from(regex_sites()))
+    return site.run(draw(st.sampled_from(site.literals)), draw(st.sampled_from(SEPARATORS)), size)
+
+
 def _lines(raw: bytes) -> list[bytes]:
     return raw.split(b"\n")
 
 
 @st.composite
 def crafted_line(draw: st.DrawFn, raw: bytes) -> Attack:
-    """One line of the seed with a long run of a token a regex could be slow on."""
+    """One line of the seed with a long run of a token a regex could be slow on: a module's
+    own literals (every regex site), a token of SITE_TOKENS, or a piece of the line itself."""
     lines = _lines(raw)
     i = draw(st.integers(0, len(lines) - 1))
     line = lines[i]
-    if draw(st.booleans()) or not line:
-        token = draw(st.sampled_from(SITE_TOKENS)).encode()
-    else:  # a piece of the line itself: what its own format's patterns look for
-        start = draw(st.integers(0, len(line) - 1))
-        token = line[start : start + draw(st.integers(1, 24))]
     size = draw(st.sampled_from(LINE_SIZES))
-    run = token * (size // len(token) + 1)
+    source = draw(st.sampled_from(["site", "token", "line"]))
+    if source == "site":
+        run = draw(_site_run(size))
+    else:
+        if source == "token" or not line:
+            token = draw(st.sampled_from(SITE_TOKENS)).encode()
+        else:  # a piece of the line itself: what its own format's patterns look for
+            start = draw(st.integers(0, len(line) - 1))
+            token = line[start : start + draw(st.integers(1, 24))]
+        run = token * (size // len(token) + 1)
+    if draw(st.booleans()):  # a line of its own, after this one: text a log reader scans
+        lines.insert(i + 1, run)
+        return Attack("long line", b"\n".join(lines))
     pos = draw(st.integers(0, len(line)))
     if draw(st.booleans()):
         # Inside the nearest JSON string value: escaped, so the record still parses and the
@@ -373,3 +470,43 @@ def file_name(attack: Attack, seed_name: str) -> str:
     if len(name) > 250:  # the file system's limit is 255 bytes a component
         name = name[-250:]
     return os.fsdecode(name)
+
+
+# --- every regex site, once (benchmarks/fuzz.py --sites) ----------------------------------------
+
+SITE_LINE = 256 * 1024  # a quadratic pattern takes tens of seconds on a line this long
+_TEXT_SEEDS = ("tau_bench_log", "capture_jsonl")
+
+
+def site_seeds(site: Site) -> list[str]:
+    """The seeds whose reader the site's module is (a format's own patterns), else a text log
+    and a capture, whose text reaches the shared parsers, enrichment and markers."""
+    from forensics.ingest import FORMATS
+
+    own = [
+        label
+        for spec in FORMATS
+        if spec.ingest.__module__ == site.module
+        for label in sorted(spec.seeds)
+    ]
+    return own or list(_TEXT_SEEDS)
+
+
+def site_attack(site: Site, raw: bytes) -> Attack:
+    """The seed with one long line per literal of the site (up to four, about 1 MB): as lines
+    of their own in a text log, inside JSON string values in a JSON file."""
+    runs = [site.run(start, " ", SITE_LINE) for start in site.literals[:4]]
+    lines = _lines(raw)
+    if raw.lstrip()[:1] in (b"{", b"["):
+        values = [(i, m.end()) for i, line in enumerate(lines) for m in re.finditer(rb'": "', line)]
+        for n, run in enumerate(runs):
+            if not values:
+                break
+            i, at = values[min(n * 7, len(values) - 1)]  # spread over the file's values
+            escaped = json.dumps(run.decode("utf-8", "replace"))[1:-1].encode()
+            lines[i] = lines[i][:at] + escaped + lines[i][at:]
+            values = [(j, p + len(escaped) if j == i and p >= at else p) for j, p in values]
+        return Attack("regex site", b"\n".join(lines), target=f"{site.module}.{site.name}")
+    at = min(1, len(lines))
+    data = b"\n".join([*lines[:at], *runs, *lines[at:]])
+    return Attack("regex site", data, target=f"{site.module}.{site.name}")
