@@ -61,6 +61,13 @@ class Attack:
     # Where the attack aims (a regex site: module.PATTERN), for the report of a failure.
     target: str = ""
 
+    def __repr__(self) -> str:  # hypothesis prints a failing draw: not a megabyte of it
+        head = self.data[:120]
+        return (
+            f"Attack({self.kind!r}, {len(self.data):,} bytes starting {head!r}, "
+            f"name={self.name!r}, secrets={self.secrets!r}, target={self.target!r})"
+        )
+
 
 # --- long crafted lines ------------------------------------------------------------------------
 
