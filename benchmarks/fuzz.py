@@ -97,7 +97,10 @@ def _serve(conn: Any) -> None:
         if code in (0, 1):
             try:
                 result = forensics.scan([str(path)], settings=Settings(limits=limits))
-                lost = unaccounted(path, fmt, result) + _lost_members(path, result)
+                if not result.files:  # skipped, and listed with its reason: not silent
+                    lost = [] if result.skipped else ["the file is neither read nor skipped"]
+                else:
+                    lost = unaccounted(path, fmt, result) + _lost_members(path, result)
                 reasons = list(result.rejects["reason"])
             except Exception as exc:  # counted, so one input can not end the run
                 failure = f"scan() raised {type(exc).__name__}: {exc}"
