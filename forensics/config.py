@@ -16,6 +16,10 @@ pyproject.toml without `[tool.forensics]` is skipped. Command-line flags win ove
     params = { think-loop = { min_similarity = 0.6 } }   # rule parameters (rules explain ID)
     max-decompressed-mb = 4096   # a .gz inflating past this is rejected (a zip bomb)
     max-document-mb = 1024       # a JSON document read whole past this is rejected
+    max-line-mb = 64             # a longer line of a line format is skipped (a reject)
+    max-yaml-aliases = 1000000   # YAML nodes a file may revisit through aliases
+    max-records = 2000000        # records (turns, rejects) kept per file; the rest counted
+    max-stdin-mb = 4096          # `scan -` reads standard input up to this much
     fuse = true                  # false: each artifact's episodes counted apart (no fusion)
 """
 
@@ -72,6 +76,18 @@ class Table(msgspec.Struct, forbid_unknown_fields=True, rename="kebab", frozen=T
     )
     max_document_mb: Annotated[int, Meta(ge=1), _must_be("a whole number, 1 or more")] = (
         Limits.max_document_bytes // MIB
+    )
+    max_line_mb: Annotated[int, Meta(ge=1), _must_be("a whole number, 1 or more")] = (
+        Limits.max_line_bytes // MIB
+    )
+    max_yaml_aliases: Annotated[int, Meta(ge=0), _must_be("a whole number, 0 or more")] = (
+        Limits.max_yaml_aliases
+    )
+    max_records: Annotated[int, Meta(ge=1), _must_be("a whole number, 1 or more")] = (
+        Limits.max_records
+    )
+    max_stdin_mb: Annotated[int, Meta(ge=1), _must_be("a whole number, 1 or more")] = (
+        Limits.max_stdin_bytes // MIB
     )
     # rule id -> parameter -> value; checked against the rules' declarations in Settings.apply
     params: Annotated[
@@ -245,6 +261,10 @@ def parse(
         limits=Limits(
             max_decompressed_bytes=merged.max_decompressed_mb * MIB,
             max_document_bytes=merged.max_document_mb * MIB,
+            max_line_bytes=merged.max_line_mb * MIB,
+            max_yaml_aliases=merged.max_yaml_aliases,
+            max_records=merged.max_records,
+            max_stdin_bytes=merged.max_stdin_mb * MIB,
         ),
         allow_unchecked=merged.allow_unchecked,
         allow_unreadable=merged.allow_unreadable,

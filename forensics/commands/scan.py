@@ -320,6 +320,31 @@ def _scanner(
     help="A JSON document larger than this many MiB is rejected, not read whole "
     "[default: config, else 1024].",
 )
+@setting(
+    "--max-line-mb",
+    type=click.IntRange(min=1),
+    help="A line longer than this many MiB is skipped as a reject [default: config, else 64].",
+)
+@setting(
+    "--max-yaml-aliases",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="YAML nodes one file may visit again through aliases; past it the rest is rejected "
+    "(a billion-laughs file) [default: config, else 1000000].",
+)
+@setting(
+    "--max-records",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Records (turns and rejects) kept per file; the rest are counted in one reject "
+    "[default: config, else 2000000].",
+)
+@setting(
+    "--max-stdin-mb",
+    type=click.IntRange(min=1),
+    help="scan - reads at most this many MiB of standard input; the rest is a reject "
+    "[default: config, else 4096].",
+)
 @click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
 @click.option(
     "--workers",
@@ -432,7 +457,11 @@ def _judged(
     if "-" in names:
         from forensics.tools import stdin
 
-        spool = stack.enter_context(stdin.spooled(sys.stdin.buffer))
+        try:
+            limits = settings().limits
+        except config.ConfigError as exc:
+            fail(str(exc))
+        spool = stack.enter_context(stdin.spooled(sys.stdin.buffer, limits))
         names = [str(spool) if p == "-" else p for p in names]
     try:
         chosen = _chosen_rules(settings(), rules_dirs, select, ignore)

@@ -178,7 +178,8 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
     episodes_before = len(collector.trajectory_rows)
     failure: str | None = None
     try:
-        records = fmt.ingest(path, collector)
+        with files.counting_records():
+            records = fmt.ingest(path, collector)
     except files.TooLarge as exc:
         failure = str(exc)
     except OSError as exc:

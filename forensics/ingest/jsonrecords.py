@@ -36,7 +36,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
     if jsonwalk.is_jsonl(files.iter_lines(path), (dict, list)):
         for number, text in files.iter_lines(path):
             if text is None:
-                reason = f"line longer than {files.MAX_LINE_BYTES} bytes; skipped"
+                reason = files.long_line()
                 collector.reject(name, number, reason, "", fmt)
                 continue
             if not text or text.isspace():  # strip() would copy every line

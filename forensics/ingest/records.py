@@ -17,7 +17,7 @@ import pyarrow as pa
 from forensics import schema
 from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import json_text, text_of
-from forensics.ingest.parse.files import TooLarge
+from forensics.ingest.parse.files import TooLarge, keep_records
 from forensics.ingest.rows import BadValue, RowMaker, clean_text
 from forensics.redact import CONTEXT_AFTER, clip
 
@@ -361,6 +361,8 @@ class Collector:
         source_format: str | None = None,
         json_path: str | None = None,
     ) -> None:
+        if not keep_records(1, line):
+            return
         row = _REJECTS.blank()
         row.update(
             source_path=clean_text(path),
@@ -436,6 +438,8 @@ class Collector:
         return row
 
     def add_episode(self, ep: Episode) -> None:
+        if not keep_records(len(ep.messages) + 1, ep.source_line):
+            return
         run = ep.run
         # A file name that is not UTF-8 reaches Python as lone surrogates: shown with U+FFFD,
         # it still names the file, and the rows built from it stay writable.

@@ -20,18 +20,36 @@ from typing import BinaryIO
 import polars as pl
 
 from forensics.diagnosis.result import ScanResult
+from forensics.ingest.parse import files
+from forensics.limits import Limits, amount, exceeded
 
-NAME = "<stdin>"
+NAME = files.SPOOL
+_PIECE = 1 << 20
 
 
 @contextmanager
-def spooled(stream: BinaryIO) -> Iterator[Path]:
-    """The stream's bytes in a temporary file named NAME, removed afterwards."""
+def spooled(stream: BinaryIO, limits: Limits | None = None) -> Iterator[Path]:
+    """The stream's bytes in a temporary file named NAME, removed afterwards.
+
+    At most the stdin cap is read: a stream that goes on (`yes | forensics scan -`) would
+    otherwise fill the disk and never end. The spool then holds the input's first bytes, read
+    like a file damaged there, and the file's reject names the cap."""
+    cap = (limits or Limits()).max_stdin_bytes
     folder = Path(tempfile.mkdtemp(prefix="forensics-stdin-"))
     try:
         path = folder / NAME
+        size = 0
         with open(path, "wb") as out:
-            shutil.copyfileobj(stream, out, 1 << 20)
+            while size < cap and (piece := stream.read(min(_PIECE, cap - size))):
+                out.write(piece)
+                size += len(piece)
+            cut = size >= cap and bool(stream.read(1))
+        if cut:
+            files.mark_cut(
+                path,
+                f"standard input is longer than {amount(limits or Limits(), 'max_stdin_bytes')} "
+                f"({exceeded('max_stdin_bytes')}): only its first {size:,} bytes were read",
+            )
         yield path
     finally:
         shutil.rmtree(folder, ignore_errors=True)

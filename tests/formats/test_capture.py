@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import forensics
 from forensics.cli import cli
+from forensics.config import Settings
 from forensics.ingest.api import exchange
 from forensics.ingest.parse import files
 
@@ -470,15 +471,16 @@ def test_gzipped_capture(tmp_path):
     assert found(result) == EXPECTED["vllm_agent_loop.jsonl"][1]
 
 
-def test_huge_capture_line_is_rejected_and_the_rest_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "MAX_LINE_BYTES", 2048)
+def test_huge_capture_line_is_rejected_and_the_rest_read(tmp_path):
     lines = (CAPTURE / "vllm_agent_loop.jsonl").read_text().splitlines()
     short = [line for line in lines if len(line) < 2048]
     path = tmp_path / "capture.jsonl"
     path.write_text("\n".join([short[0], '{"request": "' + "x" * 5000 + '"}', *short[1:]]) + "\n")
-    result = forensics.scan([str(path)])
+    result = forensics.scan(
+        [str(path)], settings=Settings(limits=files.Limits(max_line_bytes=2048))
+    )
     assert result.rejects.select("source_line").to_series().to_list() == [2]
-    assert "longer than 2048 bytes" in result.rejects["reason"][0]
+    assert "longer than 2,048 bytes (the line cap, --max-line-mb)" in result.rejects["reason"][0]
     assert 1 in set(result.turns["source_line"])
 
 

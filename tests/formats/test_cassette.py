@@ -11,9 +11,10 @@ import polars as pl
 import pytest
 
 import forensics
+from forensics.config import Settings
 from forensics.ingest import detect
 from forensics.ingest.formats import cassette
-from forensics.ingest.parse import files
+from forensics.limits import Limits
 
 from conftest import DATA, run_cli
 
@@ -196,7 +197,12 @@ def test_synthetic_findings_and_rejects(synthetic):
         ).rows()
     }
     assert rejects == {
-        ("bomb.yaml", 2, "YAML aliases expand past 2,000,000 nodes (a billion-laughs file)"),
+        (
+            "bomb.yaml",
+            2,
+            "YAML aliases in this file expand past 1,000,000 node visits "
+            "(the YAML alias cap, --max-yaml-aliases)",
+        ),
         ("broken.yaml", 12, "invalid YAML"),
         ("truncated.json", 30, "invalid JSON at line 41"),
         ("vcrpy_agent_loop.yaml", 53, "not an LLM API call (GET https"),
@@ -346,8 +352,7 @@ def test_cli_gates_on_a_real_max_tokens_cassette(tmp_path):
     assert code == 0, stderr
 
 
-def test_a_gzipped_body_past_the_cap_is_a_reject(monkeypatch, tmp_path):
-    monkeypatch.setattr(cassette, "MAX_BODY_BYTES", 1000)
+def test_a_gzipped_body_past_the_cap_is_a_reject(tmp_path):
     import gzip
 
     import yaml
@@ -364,11 +369,16 @@ def test_a_gzipped_body_past_the_cap_is_a_reject(monkeypatch, tmp_path):
     }  # fmt: skip
     path = tmp_path / "bomb.yaml"
     path.write_text(yaml.safe_dump(doc))
-    result = forensics.scan([str(path)])
+    assert path.stat().st_size < 1000  # the cassette itself is within the document cap
+    # A body is a document read whole: the document cap bounds it.
+    result = forensics.scan([str(path)], settings=Settings(limits=Limits(max_document_bytes=1000)))
     assert result.rejects.select("source_line", "reason").rows() == [
-        (2, "POST https://x.test/v1/chat/completions: compressed body inflates past 0 MiB")
+        (
+            2,
+            "POST https://x.test/v1/chat/completions: compressed body inflates past 1,000 bytes "
+            "(the document cap, --max-document-mb)",
+        )
     ]
-    assert files.MIB > 1000  # the cap message rounds down to MiB
 
 
 def test_python2_string_tags_are_text_and_object_tags_are_refused(tmp_path):

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 import forensics
+from forensics.config import Settings
 from forensics.ingest import companions
 from forensics.ingest.parse import files
 
@@ -63,8 +64,7 @@ def test_every_reject_is_one_line(messy):
         assert "\n" not in reason and "Traceback" not in reason
 
 
-def test_huge_line_is_skipped_and_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "MAX_LINE_BYTES", 1024)
+def test_huge_line_is_skipped_and_reported(tmp_path):
     log = tmp_path / "huge.log"
     log.write_text(
         "Running task 1\n"
@@ -73,9 +73,11 @@ def test_huge_line_is_skipped_and_reported(tmp_path, monkeypatch):
         + '"}\n'
         + '{"content": "<think>\\nOkay the", "role": "assistant", "tool_calls": null}\n'
     )
-    result = forensics.scan([str(log)])
+    result = forensics.scan([str(log)], settings=Settings(limits=files.Limits(max_line_bytes=1024)))
     assert result.rejects["source_line"].to_list() == [2]
-    assert "longer than" in result.rejects["reason"][0]
+    assert result.rejects["reason"][0] == (
+        "line longer than 1,024 bytes (the line cap, --max-line-mb); skipped"
+    )
     assert result.turns["source_line"].to_list() == [3]
 
 

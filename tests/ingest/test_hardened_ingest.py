@@ -154,7 +154,7 @@ def test_a_document_over_the_cap_is_rejected(tmp_path):
     settings = Settings(limits=files.Limits(max_document_bytes=1000))
     result = forensics.scan([str(big), str(OUTPUT2)], settings=settings)
     (reject,) = result.rejects.to_dicts()
-    assert reject["reason"].startswith("a document larger than 0 MiB")
+    assert reject["reason"].startswith("a document larger than 1,000 bytes (the document cap")
     assert result.trajectories.height == 4
 
 

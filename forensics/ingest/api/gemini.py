@@ -415,9 +415,7 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
         return
     for line, text in files.iter_lines(path):
         if text is None:
-            collector.reject(
-                str(path), line, "line longer than the line limit; skipped", "", FORMAT
-            )
+            collector.reject(str(path), line, files.long_line(), "", FORMAT)
         elif text.strip():
             try:
                 yield line, json.loads(text), False

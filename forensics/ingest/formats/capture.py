@@ -92,7 +92,7 @@ def _jsonl(path: Path) -> Iterator[Record]:
     parser = PrefixParser()
     for number, text in files.iter_lines(path):
         if text is None:
-            yield number, None, f"line longer than {files.MAX_LINE_BYTES} bytes; skipped", ""
+            yield number, None, files.long_line(), ""
             continue
         if not text or text.isspace():  # strip() would copy every line
             continue

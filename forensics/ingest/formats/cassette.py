@@ -38,6 +38,7 @@ from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, without_query
 from forensics.ingest.records import Collector, isolated, reject_trailing
 from forensics.ingest.registry import FormatSpec
+from forensics.limits import amount, exceeded
 from forensics.redact import clip
 
 FORMAT = "http_cassette"
@@ -67,11 +68,6 @@ _YAML_KEY = re.compile(
     r"^(interactions|http_interactions|requests|responses|version|recorded_with)\s*:", re.M
 )
 _YAML_LIST = re.compile(r"^(interactions|http_interactions|requests)\s*:", re.M)
-# Node visits allowed per interaction: far above any real one, far below what aliases nested
-# a few levels deep expand to.
-MAX_NODES = 2_000_000
-# What one body may inflate to; past it the body is a bomb, not an answer.
-MAX_BODY_BYTES = 256 * files.MIB
 _BASE64 = re.compile(r"[A-Za-z0-9+/\r\n]+={0,2}\s*")
 
 
@@ -122,16 +118,34 @@ class _Damaged(BadBody):
 
 
 def _inflate(data: bytes, wbits: int) -> bytes:
+    """The body inflated, within the file's budgets: a body is a document read whole (the
+    document cap), and the bodies of a file share its decompression budget with the rest of
+    it, so neither one huge body nor many large ones (nor gzip inside gzip) can outgrow it."""
+    document = files.limits().max_document_bytes
+    left = files.decompression_left()
+    cap = min(document, left)
+    if cap <= 0:  # zlib reads a max_length of 0 as no limit at all
+        raise BadBody(_spent())
     inflater = zlib.decompressobj(wbits)
     try:
-        out = inflater.decompress(data, MAX_BODY_BYTES)
+        out = inflater.decompress(data, cap)
     except zlib.error as exc:
         raise _Damaged(f"compressed body is damaged ({exc})") from None
+    files.decompressed(len(out))
     if inflater.unconsumed_tail:
-        raise BadBody(f"compressed body inflates past {MAX_BODY_BYTES // files.MIB} MiB")
+        if cap < document:
+            raise BadBody(_spent())
+        raise BadBody(f"compressed body inflates past {files.over('max_document_bytes')}")
     if not inflater.eof:
         raise _Damaged("compressed body is damaged (cut short)")
     return out
+
+
+def _spent() -> str:
+    return (
+        f"compressed bodies of this file inflate past {files.over('max_decompressed_bytes')}: "
+        "this one was not read"
+    )
 
 
 def _from_bytes(data: bytes, encoding: str | None) -> bytes | str:
@@ -234,25 +248,56 @@ def _where(item: Any) -> str:
 Item = tuple[int, Any, str | None]  # line, interaction, why it could not be read
 
 
-def _visits(node: yaml.Node) -> int:
-    """Nodes visited to construct node, aliases counted each time; stops past MAX_NODES."""
-    count = 0
-    stack = [node]
-    while stack and count <= MAX_NODES:
-        current = stack.pop()
-        count += 1
-        if isinstance(current, yaml.SequenceNode):
-            stack.extend(current.value)
-        elif isinstance(current, yaml.MappingNode):
-            for key, value in current.value:
-                stack.append(key)
-                stack.append(value)
-    return count
+class _Aliases:
+    """The file's YAML alias budget, spent as documents are checked before construction.
+
+    A node reached again (through an alias, `*a` of an `&a` node) is visited again with its
+    whole subtree, as constructing and then reading the value costs: a billion-laughs file of
+    a few hundred bytes expands to billions of visits. One budget for the whole file, however
+    its interactions share anchors and whether it parses whole or interaction by interaction,
+    so neither many interactions under a per-interaction cap nor the fallback parse of a
+    broken file escapes it.
+    """
+
+    def __init__(self) -> None:
+        # Nodes already visited: their ids stay valid while the composed document is alive
+        # (one `seen` per composed document).
+        self.seen: set[int] = set()
+
+    def within(self, node: yaml.Node) -> bool:
+        """Whether constructing node stays within the file's alias budget (counted)."""
+        left = files.alias_visits(0)
+        seen, again, stack = self.seen, 0, [node]
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                again += 1
+                if again > left:
+                    files.alias_visits(again)
+                    return False
+            else:
+                seen.add(id(current))
+            if isinstance(current, yaml.SequenceNode):
+                stack.extend(current.value)
+            elif isinstance(current, yaml.MappingNode):
+                for key, value in current.value:
+                    stack.append(key)
+                    stack.append(value)
+        files.alias_visits(again)
+        return True
 
 
-def _construct(loader: Any, node: yaml.Node) -> tuple[Any, str | None]:
-    if _visits(node) > MAX_NODES:
-        return None, f"YAML aliases expand past {MAX_NODES:,} nodes (a billion-laughs file)"
+def _alias_bomb() -> str:
+    visits = amount(files.limits(), "max_yaml_aliases")
+    return (
+        f"YAML aliases in this file expand past {visits} node visits "
+        f"({exceeded('max_yaml_aliases')}): a billion-laughs file; not read"
+    )
+
+
+def _construct(loader: Any, node: yaml.Node, aliases: _Aliases) -> tuple[Any, str | None]:
+    if not aliases.within(node):
+        return None, _alias_bomb()
     try:
         return loader.construct_document(node), None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
@@ -266,6 +311,7 @@ def _pairs(loader: Any, root: yaml.Node) -> Iterator[Item]:
     if not isinstance(root, yaml.MappingNode):
         yield 1, None, "a YAML cassette is a mapping of interactions; this document is not"
         return
+    aliases = _Aliases()
     lists: dict[str, yaml.Node] = {}
     for key, value in root.value:
         if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.SequenceNode):
@@ -273,10 +319,10 @@ def _pairs(loader: Any, root: yaml.Node) -> Iterator[Item]:
     if "requests" in lists and not any(k in lists for k in _LIST_KEYS):
         responses = lists["responses"].value if "responses" in lists else []
         for i, node in enumerate(lists["requests"].value):
-            request, why = _construct(loader, node)
+            request, why = _construct(loader, node, aliases)
             response, why2 = (None, None)
             if i < len(responses):
-                response, why2 = _construct(loader, responses[i])
+                response, why2 = _construct(loader, responses[i], aliases)
             yield node.start_mark.line + 1, {"request": request, "response": response}, why or why2
         for node in responses[len(lists["requests"].value) :]:
             yield node.start_mark.line + 1, None, "recorded response without its request"
@@ -286,7 +332,7 @@ def _pairs(loader: Any, root: yaml.Node) -> Iterator[Item]:
         yield 1, None, "YAML cassette without an interactions list"
         return
     for node in lists[key].value:
-        value, why = _construct(loader, node)
+        value, why = _construct(loader, node, aliases)
         yield node.start_mark.line + 1, value, why
 
 
@@ -332,8 +378,15 @@ def _one_by_one(text: str, error: yaml.YAMLError) -> Iterator[Item]:
                     break
         width = len(chunk[0]) - len(chunk[0].lstrip(" "))
         body = "".join(line[width:] if line[:width].strip() == "" else line for line in chunk)
+        # Composed, then checked against the file's alias budget, then constructed: what
+        # yaml.load does in one step, with the budget in between.
+        loader = _Loader(body)  # a safe loader: no Python objects
         try:
-            value = yaml.load(body, Loader=_Loader)  # a safe loader: no Python objects
+            node = loader.get_single_node()
+            if node is not None and not _Aliases().within(node):
+                yield start + 1, None, _alias_bomb()
+                continue
+            value = loader.construct_document(node) if node is not None else None
         except yaml.YAMLError as exc:
             covered = True  # the parse error of the whole file is (at least) this one
             yield start + 1, None, f"invalid YAML: {clip(' '.join(str(exc).split()), 300)}"
@@ -341,6 +394,8 @@ def _one_by_one(text: str, error: yaml.YAMLError) -> Iterator[Item]:
         except RecursionError:
             yield start + 1, None, "YAML nested too deeply"
             continue
+        finally:
+            loader.dispose()
         if isinstance(value, list) and len(value) == 1:
             yield start + 1, value[0], None
         else:

@@ -281,7 +281,7 @@ class _LogReader:
             self.collector.reject(
                 str(self.path),
                 line.number,
-                f"line longer than {files.MAX_LINE_BYTES // (1024 * 1024)} MiB; skipped",
+                files.long_line(),
                 source_format=FORMAT,
             )
             return

@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from forensics import progress
-from forensics.limits import MIB, Limits
+from forensics.limits import MIB, Limits, amount, exceeded
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 64 * 1024
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -55,15 +54,44 @@ class TooLarge(Exception):
 
 @dataclass
 class _Scope:
+    """One file's read: its limits, the damage found, what its budgets have spent so far."""
+
     limits: Limits
     damage: list[str] = field(default_factory=list)
+    # The most one read of the file's own gzip stream inflated (readers may read a file twice:
+    # the same bytes, counted once), and what its contents inflated on top (members, bodies).
+    stream_inflated: int = 0
+    contents_inflated: int = 0
+    # YAML nodes visited again through aliases, in every document of the file.
+    alias_visits: int = 0
+    # Records (turns, rejects) the reader added, while it runs (see counting_records).
+    counting: bool = False
+    records: int = 0
+
+    def note(self, reason: str) -> None:
+        if reason not in self.damage:  # a file read twice finds its damage twice
+            self.damage.append(reason)
 
 
 _SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("scope", default=None)
 
 
 def _scope() -> _Scope:
-    return _SCOPE.get() or _Scope(Limits())
+    scope = _SCOPE.get()
+    if scope is None:  # a read outside ingest's driver (a tool, a test): defaults, then dropped
+        scope = _Scope(Limits())
+    return scope
+
+
+def limits() -> Limits:
+    """The limits of the file being read."""
+    return _scope().limits
+
+
+def over(field_name: str) -> str:
+    """`4096 MiB (the decompression cap, --max-decompressed-mb)`: a budget of the file being
+    read, as its reject names it."""
+    return f"{amount(limits(), field_name)} ({exceeded(field_name)})"
 
 
 @contextmanager
@@ -88,20 +116,21 @@ class _Gunzip(io.RawIOBase):
     gzip.GzipFile raises on a truncated stream without handing over what it had inflated in
     that call, and a buffered reader drops what it had gathered when its raw stream raises;
     zlib's decompressor fed in small pieces, and damage reported as end of file, lose at most
-    one piece.
+    one piece. The file's decompression budget ends the stream the same way: the reader
+    finishes what it read (a capture's linked calls become episodes) and the file's reject
+    says where the read stopped.
     """
 
     _PIECE = 4 * 1024  # compressed bytes fed at a time: what damage can cost at most
     _OUT = 1024 * 1024  # inflated bytes per step: a bomb never inflates all at once
 
-    def __init__(self, raw: BinaryIO, cap: int) -> None:
+    def __init__(self, raw: BinaryIO, scope: _Scope) -> None:
         self._raw = raw
-        self._cap = cap
+        self._scope = scope
         self._out = 0
         self._inflater = zlib.decompressobj(wbits=31)
         self._pending = b""
         self._done = False
-        self._over = False
         self.damage: str | None = None
 
     def readable(self) -> bool:
@@ -113,12 +142,6 @@ class _Gunzip(io.RawIOBase):
 
     def readinto(self, buffer: WriteableBuffer, /) -> int:
         while not self._pending and not self._done:
-            if self._over:
-                self._done = True
-                raise TooLarge(
-                    f"inflates to more than {self._cap // MIB} MiB (the decompression cap, "
-                    "--max-decompressed-mb): not read further"
-                )
             self._pending = self._inflate()
         view = memoryview(buffer)  # what BufferedReader hands in already is one
         n = min(len(view), len(self._pending))
@@ -155,23 +178,103 @@ class _Gunzip(io.RawIOBase):
             out = inflater.decompress(piece, self._OUT)
         except zlib.error as exc:
             raise _Damaged(f"corrupt gzip stream ({exc})") from None
-        if self._out + len(out) > self._cap:
-            # Up to the cap is delivered (format detection reads the head); the next read
-            # raises, ending the file's read with its reject.
-            out = out[: self._cap - self._out]
-            self._over = True
+        scope = self._scope
+        cap = scope.limits.max_decompressed_bytes - scope.contents_inflated
+        if self._out + len(out) > cap:
+            # Up to the budget is delivered (format detection reads the head), then the end.
+            out = out[: max(0, cap - self._out)]
+            self._done = True
+            self.damage = (
+                f"inflates to more than {over('max_decompressed_bytes')}: not read further"
+            )
         self._out += len(out)
+        scope.stream_inflated = max(scope.stream_inflated, self._out)
         return out
 
 
-def open_binary(path: Path) -> io.BufferedReader:
-    """The file's bytes: gunzipped when it starts with the gzip magic, without a UTF-8 BOM."""
+def decompression_left() -> int:
+    """Bytes the contents of the file being read (ZIP members, compressed bodies) may still
+    inflate to: its decompression budget, less what its own gzip stream took."""
+    scope = _scope()
+    used = scope.stream_inflated + scope.contents_inflated
+    return max(0, scope.limits.max_decompressed_bytes - used)
+
+
+def decompressed(n: int) -> None:
+    """Count n bytes the file's contents inflated to against its decompression budget."""
+    _scope().contents_inflated += n
+
+
+@contextmanager
+def counting_records() -> Iterator[None]:
+    """While the file's reader runs, the records it adds count against its records cap; what
+    the driver adds about the file afterwards (its damage, a failure) is always kept."""
+    scope = _scope()
+    scope.counting = True
+    try:
+        yield
+    finally:
+        scope.counting = False
+
+
+def keep_records(n: int, line: int | None) -> bool:
+    """Whether n more records of the file being read are kept: past its records cap they
+    are read and counted but not kept (a flood of broken lines would otherwise hold a reject
+    each), and the file gets one reject saying so, from the first record not kept."""
+    scope = _SCOPE.get()
+    if scope is None or not scope.counting:
+        return True
+    scope.records += n
+    if scope.records <= scope.limits.max_records:
+        return True
+    if scope.records - n <= scope.limits.max_records:  # the first record past the cap
+        where = f" from line {line:,}" if line is not None else ""
+        scope.note(
+            f"more than {over('max_records')} records in this file: the records{where} on "
+            "were read but not kept"
+        )
+    return False
+
+
+def alias_visits(n: int) -> int:
+    """Count n YAML alias visits of the file; the visits its budget has left."""
+    scope = _scope()
+    scope.alias_visits += n
+    return scope.limits.max_yaml_aliases - scope.alias_visits
+
+
+# `scan -` spools standard input to a file of this name (tools/stdin.py); when its stdin cap
+# cut the input short, a note of this name beside it says so, for every process that reads
+# the spool (a --workers shard too).
+SPOOL = "<stdin>"
+_CUT = SPOOL + ".cut"
+
+
+def mark_cut(spool: Path, reason: str) -> None:
+    """Say that this spool holds only the start of its input, and why."""
+    (spool.parent / _CUT).write_text(reason, encoding="utf-8")
+
+
+def note_cut(path: Path) -> None:
+    """A read of a spool cut short: the file's reject says so (once, however often it is read)."""
+    if path.name == SPOOL:
+        try:
+            reason = (path.parent / _CUT).read_text(encoding="utf-8")
+        except OSError:
+            return
+        _scope().note(reason)
+
+
+def open_binary(path: Path, *, sniffing: bool = False) -> io.BufferedReader:
+    """The file's bytes: gunzipped when it starts with the gzip magic, without a UTF-8 BOM.
+    sniffing: only the head is read, for format detection (a cut spool is not yet reported)."""
+    if not sniffing:
+        note_cut(path)
     f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
     progress.opened(f)
     stream = f
     if f.peek(2)[:2] == _GZIP_MAGIC:
-        cap = _scope().limits.max_decompressed_bytes
-        stream = io.BufferedReader(_Gunzip(f, cap), buffer_size=64 * 1024)
+        stream = io.BufferedReader(_Gunzip(f, _scope()), buffer_size=64 * 1024)
     if _peek(stream, 3) == _BOM:
         stream.read(3)
     return stream
@@ -185,21 +288,17 @@ def _record_damage(stream: io.BufferedReader, where: str) -> None:
     """After end of file: a damaged gzip stream says so, for the file's reject."""
     damage = getattr(getattr(stream, "raw", None), "damage", None)
     if damage:
-        _scope().damage.append(f"{damage} {where}")
+        _scope().note(f"{damage} {where}")
 
 
 def head(path: Path, size: int = SNIFF_BYTES) -> bytes:
-    """The first bytes, for format detection (damage after them does not matter here; a cap
-    reached this early is the reader's to report)."""
+    """The first bytes, for format detection (damage after them does not matter here)."""
     out = b""
-    try:
-        with open_binary(path) as f:
-            while len(out) < size and (chunk := f.read(size - len(out))):
-                out += chunk
-            if not out:
-                _record_damage(f, "at its start")
-    except TooLarge:
-        pass
+    with open_binary(path, sniffing=True) as f:
+        while len(out) < size and (chunk := f.read(size - len(out))):
+            out += chunk
+        if not out:
+            _record_damage(f, "at its start")
     return out
 
 
@@ -207,7 +306,7 @@ def read_text(path: Path) -> str:
     """The whole file as text, for formats that are one document; capped in size."""
     cap = _scope().limits.max_document_bytes
     if os.stat(path).st_size > cap:
-        raise TooLarge(_too_large(cap))
+        raise TooLarge(_too_large())
     with open_binary(path) as f:
         parts: list[bytes] = []
         total = 0
@@ -215,7 +314,7 @@ def read_text(path: Path) -> str:
             parts.append(chunk)
             total += len(chunk)
             if total > cap:
-                raise TooLarge(_too_large(cap))
+                raise TooLarge(_too_large())
         _record_damage(f, f"after {total:,} bytes; the document was read up to there")
         return b"".join(parts).decode("utf-8", errors="replace")
 
@@ -233,7 +332,7 @@ class TextStream:
     def __init__(self, path: Path) -> None:
         self._cap = _scope().limits.max_document_bytes
         if os.stat(path).st_size > self._cap:
-            raise TooLarge(_too_large(self._cap))
+            raise TooLarge(_too_large())
         self._file = open_binary(path)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._total = 0
@@ -259,7 +358,7 @@ class TextStream:
         chunk = self._file.read(min(want, self._cap + 1 - self._total))
         self._total += len(chunk)
         if self._total > self._cap:
-            raise TooLarge(_too_large(self._cap))
+            raise TooLarge(_too_large())
         if not chunk:
             self.eof = True
             _record_damage(
@@ -280,15 +379,17 @@ class TextStream:
         self.text = self.text[pos:]
 
 
-def _too_large(cap: int) -> str:
-    return (
-        f"a document larger than {cap // MIB} MiB (the document cap, --max-document-mb) "
-        "is not read whole"
-    )
+def _too_large() -> str:
+    return f"a document larger than {over('max_document_bytes')} is not read whole"
+
+
+def long_line() -> str:
+    """The reject of a line over the line cap (iter_lines gives None for it)."""
+    return f"line longer than {over('max_line_bytes')}; skipped"
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str | None]]:
-    """(line number, text) for each line; text is None for a line over MAX_LINE_BYTES.
+    """(line number, text) for each line; text is None for a line over the line cap.
 
     A line that long is skipped without being held in memory, so a single runaway line can not
     exhaust memory; the caller reports it. A damaged compressed stream ends the lines at the
@@ -296,7 +397,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str | None]]:
     """
     with open_binary(path) as stream:
         lineno = 0
-        for number, text in _lines(stream, MAX_LINE_BYTES):
+        for number, text in _lines(stream, _scope().limits.max_line_bytes):
             lineno = number
             yield number, text
         _record_damage(stream, f"after line {lineno}; the lines before it were read")
@@ -378,7 +479,7 @@ def expand(paths: list[str], exclude: list[Path] | None = None) -> Expansion:
     excluded = {os.path.realpath(p) for p in exclude or []}
     found: list[tuple[Path, str]] = []  # (path, its real path)
     for raw in paths:
-        matches = [Path(m) for m in glob.glob(raw, recursive=True)] if glob.has_magic(raw) else []
+        matches = [Path(m) for m in _glob(raw)] if glob.has_magic(raw) else []
         if not matches:
             p = Path(raw)
             if not os.path.lexists(p):
@@ -394,6 +495,42 @@ def expand(paths: list[str], exclude: list[Path] | None = None) -> Expansion:
     out.skipped.sort()
     out.rejected.sort()
     return out
+
+
+def _glob(pattern: str) -> list[str]:
+    """glob.glob(pattern, recursive=True), except that `**` does not descend into symbolic
+    links to directories, as the walk of a directory does not: glob follows them, so a link
+    back up (`logs/again -> ..`) makes `logs/**/*.json` run until the path is too long, and two
+    such links make it run for ever. A linked directory is still matched (`**` at the end), and
+    a pattern part that is not `**` follows links as glob does (it can not loop)."""
+    parts = pattern.split(os.sep)
+    if "**" not in parts:
+        return glob.glob(pattern)
+    at = parts.index("**")
+    rest = parts[at + 1 :]
+    if at == 0:
+        bases = [""]  # the current directory; matches are named without a leading ./
+    else:
+        base = os.sep.join(parts[:at]) or os.sep
+        bases = glob.glob(base) if glob.has_magic(base) else [base]
+    out: set[str] = set()
+    for base in bases:
+        if base and not os.path.isdir(base):
+            continue
+        if base and not rest:
+            out.add(base)  # `a/**` matches a/ itself
+        top = base or os.curdir
+        for folder, dirs, names in os.walk(top):  # followlinks=False: a linked folder is a leaf
+            dirs[:] = [d for d in dirs if not d.startswith(".")]  # `**` skips hidden folders
+            if not base:
+                folder = folder[len(top) + 1 :]
+            if rest:
+                escaped = glob.escape(folder) if folder else ""
+                out.update(_glob(os.path.join(escaped, *rest)))
+            else:
+                visible = [n for n in (*dirs, *names) if not n.startswith(".")]
+                out.update(os.path.join(folder, n) for n in visible)
+    return sorted(out)
 
 
 def _named(p: Path, found: list[tuple[Path, str]], out: Expansion, excluded: set[str]) -> None:

@@ -111,9 +111,8 @@ def members(
     the central directory, with their bytes or why they could not be had. Raises one of
     UNREADABLE when the archive itself is unreadable (no central directory), files.TooLarge
     once the members inflated so far pass the decompression cap (a bomb of many members)."""
-    limits = files._scope().limits
-    cap = min(limits.max_document_bytes, limits.max_decompressed_bytes)
-    inflated = 0
+    cap = files.limits().max_document_bytes
+    files.note_cut(path)
     with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
         infos = archive.infolist()
         rank = {name: i for i, name in enumerate(first)}
@@ -122,20 +121,22 @@ def members(
             name = info.filename
             if info.is_dir() or not wanted(name):
                 continue
-            inflated += info.file_size
-            if inflated > limits.max_decompressed_bytes:
-                raise files.TooLarge(
-                    f"members inflate to more than {limits.max_decompressed_bytes // files.MIB} "
-                    "MiB (the decompression cap, --max-decompressed-mb): not read further"
-                )
             if info.file_size > cap:
                 yield Member(
                     name,
                     None,
-                    f"member inflates to {info.file_size:,} bytes, over the "
-                    f"document cap of {cap // files.MIB} MiB (--max-document-mb)",
+                    f"member inflates to {info.file_size:,} bytes, over "
+                    f"{files.over('max_document_bytes')}",
                 )
                 continue
+            # The declared size bounds what a member inflates to (zipfile and _inflate_zstd
+            # stop there), so it is counted before the member is read.
+            if info.file_size > files.decompression_left():
+                raise files.TooLarge(
+                    f"members inflate to more than {files.over('max_decompressed_bytes')}: "
+                    "not read further"
+                )
+            files.decompressed(info.file_size)
             try:
                 if info.compress_type == ZSTD_METHOD:
                     data = _inflate_zstd(f, info, cap)
