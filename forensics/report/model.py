@@ -325,14 +325,20 @@ def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
     variant_ix = {(v["variant"], v["agent_model"]): i for i, v in enumerate(variants)}
 
     marks: dict[tuple[str, int], list[list[Any]]] = {}
+    # Findings of the episode as a whole (no turn): a trajectory of 0 turns may have only these.
+    episode_marks: dict[str, list[list[Any]]] = {}
     counts: dict[str, int] = {}
-    rules_of: dict[str, set[int]] = {}
+    per_rule: dict[str, Counter[int]] = {}
     for tid, idx, rule, message in result.findings.select(
         "trajectory_id", "turn_index", "rule", "message"
     ).iter_rows():
-        marks.setdefault((tid, idx), []).append([rule_ix[rule], message])
+        mark = [rule_ix[rule], message]
+        if idx is None:
+            episode_marks.setdefault(tid, []).append(mark)
+        else:
+            marks.setdefault((tid, idx), []).append(mark)
         counts[tid] = counts.get(tid, 0) + 1
-        rules_of.setdefault(tid, set()).add(rule_ix[rule])
+        per_rule.setdefault(tid, Counter())[rule_ix[rule]] += 1
 
     paths: dict[str, int] = {}
     strings: dict[str, int] = {}
@@ -417,11 +423,14 @@ def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
                 "p": where,
                 "l": t["source_line"],
                 "nf": counts.get(tid, 0),
-                "rules": sorted(rules_of.get(tid, ())),
+                "rules": sorted(per_rule.get(tid, ())),
+                # findings per rule, in the order of `rules`: turn and episode findings alike
+                "rc": [n for _, n in sorted(per_rule.get(tid, Counter()).items())],
                 "causes": cause_of.get(tid, []),
                 "vi": variant_ix.get(_group_of(t["variant"], t["agent_model"], t["run_id"])),
                 "turns": by_traj.get(tid, []),
             }
+            | ({"ef": episode_marks[tid]} if tid in episode_marks else {})
         )
     return {
         "rules": rules,
