@@ -15,6 +15,7 @@ from forensics.diagnosis import coverage
 from forensics.diagnosis.diagnose import GROUP_WORDS, SCORE_GROUPS, ParserCheck
 from forensics.diagnosis.facts import CHARS_PER_TOKEN
 from forensics.diagnosis.result import ScanResult, runs_frame, trajectories_frame
+from forensics.ingest.parse.files import EMPTY_DIRECTORY
 from forensics.report.types import (
     LENGTH_COLUMNS,
     Cause,
@@ -27,14 +28,6 @@ from forensics.report.types import (
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
 SCHEMA_VERSION = 2
-# Which count each number is: the model says so itself, for readers of --json.
-COUNTS = {
-    "findings": "rule hits: one per rule per turn (or per episode) it fired on",
-    "incidents": "turns (or episodes) a cause's rules fired on: several rules on one turn for "
-    "one cause are one incident",
-    "cause ranking": "trajectories touched x severity x confidence, then reward lost",
-    "max-rate": "share of trajectories with at least one finding of the rule",
-}
 EXCERPT_CHARS = 600
 # The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml):
 # its turns are drawn red in the output-length chart.
@@ -300,6 +293,12 @@ def _turn_limits(n_turns: int, n_flagged: int) -> tuple[int, int]:
     return plain, max(plain, flagged)
 
 
+def report_order(trajectory_ids: list[str], findings: dict[str, int]) -> list[str]:
+    """The trajectories in the order the report lists them: most findings first, then by id.
+    The report names each by its place, T1 the first (`forensics show T1` takes it)."""
+    return sorted(trajectory_ids, key=lambda tid: (-findings.get(tid, 0), tid))
+
+
 def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
     """Everything the explorer shows, compact: one entry per trajectory, turns inside.
 
@@ -395,9 +394,15 @@ def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
             row["f"] = f
         by_traj.setdefault(u["trajectory_id"], []).append(row)
 
+    place = {
+        tid: k
+        for k, tid in enumerate(
+            report_order(result.trajectories["trajectory_id"].to_list(), counts)
+        )
+    }
     trajs = result.trajectories.with_columns(
-        pl.col("trajectory_id").replace_strict(counts, default=0, return_dtype=pl.Int64).alias("_n")
-    ).sort(["_n", "trajectory_id"], descending=[True, False])
+        pl.col("trajectory_id").replace_strict(place, return_dtype=pl.Int64).alias("_k")
+    ).sort("_k")
     out = []
     for k, t in enumerate(trajs.iter_rows(named=True), 1):
         tid = t["trajectory_id"]
@@ -593,7 +598,9 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         .agg(pl.col("reward").mean().alias("mean_reward"), pl.len().alias("trajectories"))
         .sort(["variant", "agent_model"])
     )
-    formats = Counter(f.format or "rejected" for f in result.files)
+    # An empty directory named as an input is listed with the files (and gated) but is no file.
+    read = [f for f in result.files if f.reason != EMPTY_DIRECTORY]
+    formats = Counter(f.format or "rejected" for f in read)
     not_checked = [
         {"path": path, "rule": rule, "missing": missing}
         for path, rules in sorted(result.not_checked.items())
@@ -612,15 +619,15 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         }
     model: Report = {
         "schema_version": SCHEMA_VERSION,
+        "config": result.config,
         "summary": {
-            "files": len(result.files),
+            "files": len(read),
             "skipped": len(result.skipped),
             "files_by_format": dict(sorted(formats.items())),
             "trajectories": trajectories.height,
             "turns": result.turns.height,
             "findings": len(findings),
             "incidents": sum(c.incidents for c in result.diagnosis.causes),
-            "counts": COUNTS,
             "rejects": len(rejects),
             # a mean of floats, None only when there are none
             "mean_reward": round(cast(float, rewards.mean()), 4) if rewards.len() else None,

@@ -22,6 +22,7 @@ from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import without_query
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Run, isolated
 from forensics.ingest.registry import FormatSpec
+from forensics.wording import json_error
 
 FORMAT = "api_capture"
 LITELLM_FORMAT = "litellm_log"
@@ -98,7 +99,7 @@ def _jsonl(path: Path) -> Iterator[Record]:
         try:
             yield number, parser.loads(text), None, ""
         except json.JSONDecodeError as exc:
-            yield number, None, f"invalid JSON ({exc.msg} at column {exc.colno})", text[:200]
+            yield number, None, f"invalid JSON ({json_error(exc.msg, exc.colno)})", text[:200]
         except RecursionError:
             yield number, None, NESTED_TOO_DEEPLY, text[:200]
 
