@@ -46,6 +46,21 @@ def _chromium() -> str | None:
     return None
 
 
+# Why a browser test did not run, as `pytest -rs` lists it (README, Set up).
+NO_CHROMIUM = (
+    "headless Chromium not found (looked for $FORENSICS_CHROMIUM, chromium, chromium-browser): "
+    "install Debian's `chromium` package to run the browser tests of the report"
+)
+
+
+def _need_chromium() -> str:
+    """The browser to run, or the test skips saying what to install."""
+    executable = _chromium()
+    if executable is None:
+        pytest.skip(NO_CHROMIUM)
+    return executable
+
+
 class Browser:
     """A minimal DevTools-protocol client: commands out, results and events back."""
 
@@ -193,12 +208,7 @@ class Browser:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    executable = _chromium()
-    if executable is None:
-        pytest.skip(
-            "headless Chromium not found (looked for $FORENSICS_CHROMIUM, chromium, "
-            "chromium-browser): install Debian's `chromium` package to run the browser test"
-        )
+    executable = _need_chromium()
     tmp = tmp_path_factory.mktemp("browser")
     result = forensics.scan([str(SAMPLES / "output2.txt")])
     report = tmp / "report.html"
@@ -307,9 +317,7 @@ def test_evidence_link_opens_the_turn_with_findings_inline(page):
 
 
 def _open(tmp: Path, name: str, paths: list[Path]) -> Browser:
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("headless Chromium not found: install Debian's `chromium` package")
+    executable = _need_chromium()
     result = forensics.scan([str(p) for p in paths])
     report = tmp / f"{name}.html"
     report.write_text(html.render(model.build(result, page=True)), encoding="utf-8")
@@ -463,9 +471,7 @@ def test_no_placeholder_text_and_no_dash_for_missing_fields(page):
 
 def test_a_large_scans_compressed_island_opens_the_same_explorer(tmp_path):
     """Above html.COMPRESS_ABOVE the data goes in gzipped; the page inflates it itself."""
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("headless Chromium not found: install Debian's `chromium` package")
+    executable = _need_chromium()
     result = forensics.scan([str(SAMPLES / "output2.txt")])
     report = tmp_path / "packed.html"
     page = html.render(model.build(result, page=True), compress_above=0)
@@ -562,9 +568,7 @@ _CHART_TEXT = """[...document.querySelectorAll('svg.chart text')].map(t => {
 
 @pytest.fixture(scope="module")
 def chromium(tmp_path_factory):
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("headless Chromium not found: install Debian's `chromium` package")
+    executable = _need_chromium()
     browser = Browser(executable, tmp_path_factory.mktemp("profile"))
     try:
         yield browser
@@ -646,3 +650,10 @@ def test_the_rule_filter_lists_rules_with_findings_first(page):
         "unclosed-think (3)",
     ]
     assert len(groups[1][1]) > 30 and all(o.endswith(" (0)") for o in groups[1][1])
+
+
+def test_without_chromium_the_browser_tests_skip_saying_what_to_install(monkeypatch):
+    monkeypatch.delenv("FORENSICS_CHROMIUM", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.skip.Exception, match="install Debian's `chromium` package"):
+        _need_chromium()
