@@ -73,7 +73,7 @@ def test_query_gives_the_table_in_the_docs(walkthrough_scan, title, sql, expecte
 
 
 def test_a_view_the_walkthrough_spells_out_is_that_query(walkthrough_scan):
-    """"(the `rule_pairs` view is this query)": the same columns, the same rows."""
+    """ "(the `rule_pairs` view is this query)": the same columns, the same rows."""
     claims = re.findall(r"the `(\w+)`\s+view is this query", DOC)
     assert claims == ["rule_pairs"]
     (_, sql, _) = next(e for e in EXAMPLES if "co-occurrence" in e[0])
