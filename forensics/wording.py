@@ -77,7 +77,7 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     ratio, as click suggests a mistyped option), or "" when none is close.
 
     >>> did_you_mean("think-lop", ["think-loop", "action-loop", "max-tokens"])
-    '; did you mean think-loop?'
+    '; did you mean think-loop or action-loop?'
     >>> did_you_mean("fail_on", ["fail-on", "max-rate"]), did_you_mean("zzz", ["fail-on"])
     ('; did you mean fail-on?', '')
     """
