@@ -42,7 +42,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from forensics import ingest, pipeline, schema
-from forensics.check import enrich
+from forensics.check import enrich, fingerprint
 from forensics.config import Settings
 from forensics.ingest import fusion
 from forensics.ingest.formats import sidecars
@@ -421,8 +421,11 @@ def _merge(done: list[ShardDone], out: str, front: ingest.Ingested) -> pipeline.
     return pipeline.Checked(
         turns=tables["turns"],
         trajectories=tables["trajectories"],
-        findings=tables["findings"].sort(
-            ["source_path", "source_line", "rule", "turn_index"], nulls_last=True
+        # Numbered again over every shard: the same key in two shards is two occurrences.
+        findings=fingerprint.assign(
+            tables["findings"].sort(
+                ["source_path", "source_line", "rule", "turn_index"], nulls_last=True
+            )
         ),
         rejects=pl.concat([_frame(front.rejects, shapes["rejects"]), tables["rejects"]]),
         files=reports,

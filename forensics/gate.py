@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from forensics.check import fingerprint
 from forensics.config import parse_rate
 from forensics.schema import ARCHIVE_MEMBER_SEPARATOR, SEVERITIES
 
@@ -30,7 +31,11 @@ if TYPE_CHECKING:
     from forensics.diagnosis.result import ScanResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-BASELINE_VERSION = 1
+# 2: fingerprints of rule, task, trial and turn (check/fingerprint.py), entries name the trial.
+# Version 1 files (fingerprints that hashed the message) are read and matched as version 2.
+BASELINE_VERSION = 2
+# What a baseline entry records of a finding: its fingerprint's key, and the trajectory.
+_ENTRY = ("rule", "trajectory_id", "task_id", "trial", "turn_index")
 UNREADABLE_LINES = 20  # per-file gate lines shown; the JSON result holds every one
 
 
@@ -70,6 +75,9 @@ class Coverage:
     # rule id -> what was missing, one entry per way it could have run: rules that could run
     # on none of the inputs
     unchecked: dict[str, list[str]] = field(default_factory=dict)
+    # inputs listed as skipped, never read: companion files that are no agent artifact, this
+    # scan's own outputs, entries a walk passed over
+    skipped: int = 0
 
     @property
     def readable(self) -> int:
@@ -110,7 +118,9 @@ class Verdict:
 
     @property
     def no_readable_input(self) -> bool:
-        return self.coverage.files > 0 and self.coverage.readable == 0
+        # Every input skipped (a config and notes, no artifact) is nothing checked too.
+        named = self.coverage.files > 0 or self.coverage.skipped > 0
+        return named and self.coverage.readable == 0
 
     @property
     def rejects_exceeded(self) -> bool:
@@ -140,6 +150,14 @@ class Verdict:
         if len(self.coverage.unreadable) > UNREADABLE_LINES:
             more = len(self.coverage.unreadable) - UNREADABLE_LINES
             out.append(f"gate: {unreadable} — … and {more} more files with nothing readable")
+        if self.coverage.unreadable and not (self.allow_unreadable or self.no_readable_input):
+            n = len(self.coverage.unreadable)
+            them = "it" if n == 1 else "them"
+            out.append(
+                f"gate: FAIL — {n} input{'' if n == 1 else 's'} with nothing readable: "
+                f"--allow-unreadable (allow-unreadable = true) passes with {them} listed; the "
+                f"ignore-paths config key leaves {them} out"
+            )
         if self.no_readable_input:
             out.append("gate: FAIL — no readable input: nothing could be checked")
         scope = "new finding" if self.baseline else "finding"
@@ -293,6 +311,7 @@ def coverage(result: ScanResult) -> Coverage:
         unreadable=unreadable,
         record_rejects=record_rejects,
         unchecked=unchecked_rules(result),
+        skipped=len(result.skipped),
     )
 
 
@@ -387,11 +406,7 @@ def evaluate(
 def baseline_document(findings: pl.DataFrame) -> str:
     """The baseline file: every current finding by fingerprint, sorted, without paths or times
     so it is byte-identical across reruns and machines and diffs cleanly in review."""
-    entries = (
-        findings.select("finding_id", "rule", "trajectory_id", "task_id", "turn_index")
-        .unique("finding_id")
-        .sort("finding_id")
-    )
+    entries = findings.select("finding_id", *_ENTRY).unique("finding_id").sort("finding_id")
     doc = {
         "forensics_baseline": BASELINE_VERSION,
         "findings": [
@@ -418,8 +433,16 @@ def load_baseline(path: Path) -> Baseline:
             f'baseline {path}: expected {{"findings": [{{"id": …}}, …]}} as written by '
             "--write-baseline or --json"
         )
-    keep = ("rule", "trajectory_id", "task_id", "turn_index")
-    return Baseline(
-        path=str(path),
-        entries={i["id"]: {k: i.get(k) for k in keep} for i in items},
-    )
+    return Baseline(path=str(path), entries=_entries(items))
+
+
+def _entries(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Baseline items by fingerprint, computed again from what each names (rule, task, trial,
+    turn): a baseline or --json result written before fingerprints left the message out
+    matches as one written today. An item that names no rule keeps the id it carries."""
+    named = [i for i in items if isinstance(i.get("rule"), str)]
+    ids = iter(fingerprint.numbered([fingerprint.key(i) for i in named]))
+    return {
+        (next(ids) if isinstance(i.get("rule"), str) else i["id"]): {k: i.get(k) for k in _ENTRY}
+        for i in items
+    }

@@ -11,6 +11,7 @@ driver expands and diagnoses, each shard reads and checks its files.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -180,6 +181,7 @@ def expand(
     Raises InputError for a path that does not exist, and when ignore-paths leaves nothing.
     """
     expansion = ingest_files.expand(list(paths), [Path(p) for p in exclude or []])
+    _drop_outputs(expansion, exclude or [])
     if settings.ignore_paths:
         ignored = {p for p in expansion.files if settings.ignores(p)}
         expansion.skipped += [(str(p), "ignore-paths") for p in sorted(ignored)]
@@ -187,6 +189,36 @@ def expand(
         if not (expansion.files or expansion.rejected or others) and expansion.skipped:
             raise InputError(f"every input file is excluded by ignore-paths ({settings.where()})")
     return expansion
+
+
+def _drop_outputs(expansion: ingest_files.Expansion, exclude: Sequence[PathLike]) -> None:
+    """Files that are one of the outputs by identity (device and inode), not by name: the file
+    a shell redirected stdout to (`scan . > out.txt`, named /dev/fd/1 by the command), or an
+    output named among the inputs. They are listed as skipped, never read: the scan would
+    otherwise judge its own, still empty, output."""
+    own = set()
+    for p in exclude:
+        try:
+            st = os.stat(p)
+        except (OSError, ValueError):
+            continue  # not written yet: nothing of it to read either
+        if stat.S_ISREG(st.st_mode):
+            own.add((st.st_dev, st.st_ino))
+    if not own:
+        return
+    kept = []
+    for p in expansion.files:
+        try:
+            st = os.stat(p)
+        except OSError:
+            kept.append(p)  # the reader says why it can not be read
+            continue
+        if (st.st_dev, st.st_ino) in own:
+            expansion.skipped.append((str(p), "an output of this scan"))
+        else:
+            kept.append(p)
+    expansion.files = kept
+    expansion.skipped.sort()
 
 
 def read(expansion: ingest_files.Expansion, settings: Settings) -> ingest.Ingested:
@@ -247,13 +279,17 @@ def diagnose(checked: Checked, rules: list[engine.Rule]) -> Scan:
         rules,
         engine.default_rules_dir(),
     )
+    # Companion files (ingest.companions) were read to be told from artifacts; from here on
+    # they are skipped entries, listed with their reason, as a walk's are.
+    files = [f for f in checked.files if not f.skipped]
+    skipped = sorted([*checked.skipped, *((f.path, f.reason) for f in checked.files if f.skipped)])
     return Scan(
         turns=checked.turns,
         trajectories=checked.trajectories,
         findings=checked.findings,
         rejects=checked.rejects,
-        files=checked.files,
-        skipped=checked.skipped,
+        files=files,
+        skipped=skipped,
         rules=rules,
         not_checked=checked.not_checked,
         diagnosis=diagnosis,

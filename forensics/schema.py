@@ -45,7 +45,9 @@ class Column:
     doc: str
     # Text in it can come from the inputs (log text, file names, metadata): secrets are masked
     # in it once, between ingest and enrichment (redact.redact_table). A new column that
-    # carries input text says so here and cannot be forgotten by the redaction pass.
+    # carries input text says so here and cannot be forgotten by the redaction pass. A derived
+    # column that decodes text (JSON escapes, Python literals) is redacted where it is derived,
+    # after decoding: what the pass saw encoded is plain there.
     redact: bool = False
 
 
@@ -329,6 +331,7 @@ DERIVED_COLUMNS: list[Column] = [
         "The calls that text writes, as its harness would parse them: name, arguments (JSON "
         "text, or the raw payload when it does not parse) and error (why it does not parse; "
         "NULL when it does). NULL when text_call_format is NULL.",
+        redact=True,  # check/textcalls.py redacts the decoded calls
     ),
 ]
 
@@ -420,7 +423,11 @@ DIAGNOSED_TRAJECTORY_COLUMNS: list[Column] = [
 TRAJECTORY_TABLE = _schema(TRAJECTORY_COLUMNS + DIAGNOSED_TRAJECTORY_COLUMNS)
 
 FINDING_COLUMNS: list[Column] = [
-    Column("finding_id", pa.string(), "Stable fingerprint of the finding (rule + turn)."),
+    Column(
+        "finding_id",
+        pa.string(),
+        "Stable fingerprint of the finding: rule, task, trial and turn (not the message).",
+    ),
     Column("rule", pa.string(), "Rule id, e.g. unclosed-think."),
     Column("severity", pa.string(), "info, low, medium, high or critical."),
     Column("confidence", pa.string(), "hard (provable from the record) or heuristic."),

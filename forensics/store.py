@@ -20,7 +20,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forensics import schema
+from forensics import atomic, schema
 from forensics.diagnosis.result import ScanResult, create_views, sql_string, tables
 
 BATCH_ROWS = 8192
@@ -134,15 +134,14 @@ def _write_parquet(
 
 def _write_file(path: Path, frame: pl.DataFrame, target: pa.Schema, rows: int) -> None:
     """One Parquet file, written under a unique name and renamed into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = atomic.temporary(path)  # the umask's mode, as the text outputs
     try:
-        with pq.ParquetWriter(tmp, target, compression="zstd") as writer:
+        with pq.ParquetWriter(str(tmp), target, compression="zstd") as writer:
             for table in _slices(frame, target, rows):
                 writer.write_table(table)
         os.replace(tmp, path)
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
 
 
 # A DuckDB database file starts with a checksum, then its magic bytes (storage format, every

@@ -235,6 +235,48 @@ SECRETS: dict[str, tuple[str, str]] = {
     ),
     "userinfo": ("https://alice:Pw9Xx7Cc5Vv3@proxy.example.test/v1", "Pw9Xx7Cc5Vv3"),
     "token_query": ("https://x.example.test/cb?access_token=At6Qq4Ww2Ee0Rr8", "At6Qq4Ww2Ee0Rr8"),
+    # Shapes masked since issue 24 (gitleaks' rules and forensics' own); one line each, so a
+    # text line that gets one appended stays one line.
+    "pem_encrypted": (
+        "-----BEGIN RSA PRIVATE KEY----- Proc-Type: 4,ENCRYPTED DEK-Info: AES-128-CBC,"
+        "3F17F5316E2BAC89 Mh4Kq8Zp2Lw6Nr0Tv5Xb9Cd3Fg7Hj1Km -----END RSA PRIVATE KEY-----",
+        "Mh4Kq8Zp2Lw6Nr0Tv5Xb9Cd3",
+    ),
+    "pgp_private": (
+        "-----BEGIN PGP PRIVATE KEY BLOCK----- Version: GnuPG v2 lQOYBGXk3mMBCADm7Pq2Rs4Tu6Vw8Xy0"
+        " =Zx9q -----END PGP PRIVATE KEY BLOCK-----",
+        "lQOYBGXk3mMBCADm7Pq2Rs4",
+    ),
+    "aws_sts_secret": (
+        '"SecretAccessKey": "Wd3Fg5Hj7Kl9Zx1Cv3Bn5Mq7Ew9Rt1Yu3Io5Pa7"',
+        "Wd3Fg5Hj7Kl9Zx1Cv3Bn5Mq7",
+    ),
+    "aws_sts_session": (
+        "SessionToken=IQoJb3JpZ2luX2VjEJr2Tg4Hk6Lm8Np0Qr2St4Uv6Wx8",
+        "IQoJb3JpZ2luX2VjEJr2Tg4H",
+    ),
+    "google_oauth": ("ya29.a0Rf3Tg5Hj7Kl9Zx1Cv3Bn5Mq7Ew9Rt1Yu3", "Rf3Tg5Hj7Kl9Zx1Cv3Bn5Mq7"),
+    "google_refresh": ("1//0gTq3Wv5Xz7Bn9Mk1Lp3Jr5Hs7Fd9Ga1", "gTq3Wv5Xz7Bn9Mk1Lp3Jr5"),
+    "slack_app": (
+        "xapp-1-A05R3T7Y9U1-5171572773297-d4f6a8b0c2e4f6a8b0c2d4e6f8a0b1c2",
+        "d4f6a8b0c2e4f6a8b0c2d4e6",
+    ),
+    "slack_webhook": (
+        "https://hooks.slack.com/services/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",
+        "Xk2Vb4Nm6Lp8Qr0Ts2Uw4Yz6",
+    ),
+    "cookie": ("Cookie: sid=Ck7Jh5Gf3Ds1Aq9Wz7Xe5Rc3; theme=dark", "Ck7Jh5Gf3Ds1Aq9Wz7Xe5Rc3"),
+    "stripe": ("sk_live_51Hq8Wz6Xe4Rc2Vb0Nm8Lk6Jh4Gf2", "51Hq8Wz6Xe4Rc2Vb0Nm8Lk6"),
+    "groq": ("gsk_Gq4Rw6Ty8Ui0Op2As4Df6Gh8Jk0Lz2Xc4Vb6Nm8", "Gq4Rw6Ty8Ui0Op2As4Df6Gh8"),
+    "xai": ("xai-Xa1Sd3Fg5Hj7Kl9Zx1Cv3Bn5Mq7Ew9Rt1", "Xa1Sd3Fg5Hj7Kl9Zx1Cv3Bn5"),
+    "oauth_code": (
+        "https://app.example.test/cb?code=4/0Oc5Vb7Nm9Lk1Jh3Gf5Ds7Aq9&state=s1",
+        "0Oc5Vb7Nm9Lk1Jh3Gf5Ds7Aq9",
+    ),
+    "gcp_key_id": (
+        '"private_key_id": "9c1e7b3d4f6a8b0c2d4e6f8a0b1c2d3e4f5a6b7c"',
+        "9c1e7b3d4f6a8b0c2d4e6f8a",
+    ),
 }
 
 

@@ -13,7 +13,6 @@ the pack loads instead of being ignored.
 
 from __future__ import annotations
 
-import hashlib
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,8 +23,8 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import schema
+from forensics.check import fingerprint, rulefile
 from forensics.check import params as params_mod
-from forensics.check import rulefile
 from forensics.check.params import Param, ParamError
 from forensics.content import content_dir
 from forensics.schema import DOC_SECTIONS
@@ -198,11 +197,6 @@ def _present_columns(turns: pl.DataFrame) -> dict[str, set[str]]:
     }
 
 
-def _fingerprint(rule: str, trajectory_id: str, turn_index: int | None, message: str) -> str:
-    key = f"{rule}\x00{trajectory_id}\x00{turn_index}\x00{message}"
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
 def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) -> Checked:
     """Run every rule over the tables; findings sorted by file, line, rule."""
     present = _present_columns(turns)
@@ -249,15 +243,9 @@ def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) ->
         how="left",
         suffix="_episode",
     ).with_columns(pl.coalesce(c, f"{c}_episode").alias(c) for c in episode)
-    located = located.with_columns(
-        pl.struct("rule", "trajectory_id", "turn_index", "message")
-        .map_elements(
-            lambda r: _fingerprint(r["rule"], r["trajectory_id"], r["turn_index"], r["message"]),
-            return_dtype=pl.String,
-        )
-        .alias("finding_id")
-    )
-    findings = located.select(schema.FINDINGS.names).sort(
-        ["source_path", "source_line", "rule", "turn_index"], nulls_last=True
+    findings = (
+        fingerprint.assign(located)
+        .select(schema.FINDINGS.names)
+        .sort(["source_path", "source_line", "rule", "turn_index"], nulls_last=True)
     )
     return Checked(findings, not_checked)

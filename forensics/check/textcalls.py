@@ -17,7 +17,10 @@ from __future__ import annotations
 import ast
 import json
 import re
+from functools import partial
 from typing import Any
+
+from forensics.redact import clip, redact_text
 
 # The formats, as enrich names them (schema: text_call_format).
 REACT = "react_action"
@@ -44,6 +47,8 @@ _ACTION_INPUT = re.compile(r"(?m)^[ \t]*Action Input:[ \t]*")
 _NEXT_LABEL = re.compile(r"(?m)^[ \t]*(?:Observation|Thought|Action|Final Answer):")
 _FENCE = re.compile(r"(?s)```(json|tool_code|python)?[ \t]*\n?(.*?)```")
 _ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
+# A payload shown when it does not parse, cut from redacted text (a decoded key may cross the cut).
+_shown = partial(clip, limit=500)
 
 
 def _call(name: Any, arguments: Any, error: str | None) -> dict[str, str | None]:
@@ -82,11 +87,11 @@ def _tau_action(payload: str) -> dict[str, str | None]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return _call(_name_hint(text), text[:500], _json_error(exc))
+        return _call(_name_hint(text), _shown(text), _json_error(exc))
     if not isinstance(value, dict) or "name" not in value or "arguments" not in value:
         keys = sorted(value) if isinstance(value, dict) else type(value).__name__
         return _call(
-            _name_hint(text), text[:500], f'not an {{"name", "arguments"}} object ({keys})'
+            _name_hint(text), _shown(text), f'not an {{"name", "arguments"}} object ({keys})'
         )
     return _call(value["name"], value["arguments"], None)
 
@@ -127,9 +132,9 @@ def _python_calls(code: str) -> list[dict[str, str | None]]:
     try:
         tree = ast.parse(code.strip())
     except SyntaxError as exc:
-        return [_call(_name_hint(code), code.strip()[:500], f"not valid Python ({exc.msg})")]
+        return [_call(_name_hint(code), _shown(code.strip()), f"not valid Python ({exc.msg})")]
     except ValueError as exc:  # NUL bytes
-        return [_call(None, code.strip()[:500], f"not valid Python ({exc})")]
+        return [_call(None, _shown(code.strip()), f"not valid Python ({exc})")]
     calls: list[dict[str, str | None]] = []
     for statement in tree.body:
         value = statement.value if isinstance(statement, ast.Expr) else None
@@ -145,7 +150,7 @@ def _python_calls(code: str) -> list[dict[str, str | None]]:
                 node = node.args[0]
             if not isinstance(node, ast.Call):
                 text = ast.get_source_segment(code.strip(), statement) or ""
-                calls.append(_call(None, text[:500], "not a function call"))
+                calls.append(_call(None, _shown(text), "not a function call"))
                 continue
             # Llama's built-in tools are called as `brave_search.call(query=…)`.
             func = node.func
@@ -164,13 +169,13 @@ def _json_values(payload: str) -> list[dict[str, str | None]]:
     try:
         value = json.loads(payload)
     except json.JSONDecodeError as exc:
-        return [_call(_name_hint(payload), payload[:500], _json_error(exc))]
+        return [_call(_name_hint(payload), _shown(payload), _json_error(exc))]
     items = value if isinstance(value, list) else [value]
     out = []
     for item in items:
         found = _object_call(item)
         if found is None:
-            out.append(_call(None, json.dumps(item)[:500], "not a call object"))
+            out.append(_call(None, _shown(json.dumps(item)), "not a call object"))
         else:
             out.append(_call(found[0], found[1], None))
     return out
@@ -187,11 +192,11 @@ def _mistral(text: str) -> list[dict[str, str | None]]:
         name, sep, args = piece.partition("[ARGS]")
         if not sep:
             m = re.match(r"([\w.\-]+)\s*(\{.*)$", piece, re.S)
-            name, args = (m.group(1), m.group(2)) if m else (piece[:64], "")
+            name, args = (m.group(1), m.group(2)) if m else (clip(piece, 64), "")
         try:
             json.loads(args)
         except json.JSONDecodeError as exc:
-            out.append(_call(name.strip() or None, args[:500], _json_error(exc)))
+            out.append(_call(name.strip() or None, _shown(args), _json_error(exc)))
             continue
         out.append(_call(name.strip(), args.strip(), None))
     return out
@@ -219,11 +224,17 @@ def parse(text: str | None) -> tuple[str, list[dict[str, str | None]]] | None:
     if not text or not GATE.search(text):
         return None
     try:
-        return _parse(text)
+        found = _parse(text)
     except (RecursionError, MemoryError, ValueError):
         # Nesting beyond the parsers' limits, NUL bytes in code: no call can be read from it,
         # and no harness would have read one either.
         return None
+    if found is None:
+        return None
+    # Parsing decodes what the redaction pass saw encoded (`"sk\u002d…"` in JSON, `'\x2d'` in
+    # Python): the calls are redacted again once decoded (schema: text_calls is a redact column).
+    fmt, calls = found
+    return fmt, [{k: redact_text(v) for k, v in call.items()} for call in calls]
 
 
 def _parse(text: str) -> tuple[str, list[dict[str, str | None]]] | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,6 +92,14 @@ def _terminal_options(f: F) -> F:
     ):
         f = option(f)
     return f
+
+
+def page_file(output: Path) -> Path:
+    """Where -o puts the page: a name ending in .html (or .htm) is the page itself, unless a
+    directory of that name is there already; anything else is its directory."""
+    if output.suffix.lower() in (".html", ".htm") and not output.is_dir():
+        return output
+    return output / "report.html"
 
 
 @dataclass(frozen=True)
@@ -194,8 +204,9 @@ def _scanner(
     "output",
     default="forensics-report",
     show_default=True,
-    type=click.Path(file_okay=False, path_type=Path, allow_dash=True),
-    help="Directory for the HTML report (report.html); - prints the page to stdout.",
+    type=click.Path(path_type=Path, allow_dash=True),
+    help="Directory for the HTML report (report.html), or the page's own file name ending in "
+    ".html; - prints the page to stdout.",
 )
 @click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
 @click.option(
@@ -384,7 +395,7 @@ def command(
             baseline_path=baseline_path,
             writing_baseline=writing_baseline,
             exit_zero=exit_zero,
-            exclude=outputs.written(),
+            exclude=[*outputs.written(), *_redirected()],
         )
         progress.stage("writing outputs")
         report = _report(judged, page=outputs.files["html"] is not None, gated=not writing_baseline)
@@ -409,6 +420,21 @@ def _show_settings(
         fail(str(exc))
     lines = config.describe(chosen, settings_chosen_by())
     click.echo("\n".join(shown(line) for line in lines))
+
+
+def _redirected() -> list[Path]:
+    """stdout and stderr when a shell sent them to a file (`scan . > out.txt`): the scan's
+    outputs too, as /dev/fd/N (pipeline.expand compares them by identity, not by name)."""
+    out = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture)
+            continue
+        if regular:
+            out.append(Path(f"/dev/fd/{fd}"))
+    return out
 
 
 def _judged(
@@ -516,7 +542,7 @@ def _write_outputs(outputs: Outputs, report: Report, judged: Judged) -> str | No
     for kind, path in outputs.files.items():
         if path is None or is_dash(path):
             continue
-        write(path / "report.html" if kind == "html" else path, renderers[kind]())
+        write(page_file(path) if kind == "html" else path, renderers[kind]())
     if outputs.db or outputs.parquet:
         from forensics import store  # only then: it loads pyarrow.parquet and the views
 
@@ -543,7 +569,7 @@ def _print(report: Report, judged: Judged, outputs: Outputs, terminal: Terminal,
     if terminal.quiet:
         return
     html = outputs.files["html"]
-    report_file = html / "report.html" if html is not None and not is_dash(html) else None
+    report_file = page_file(html) if html is not None and not is_dash(html) else None
     summary = text.statistics(report, look) if terminal.statistics else None
     summary = summary or text.render(report, str(report_file) if report_file else None, look)
     click.echo(summary, nl=False, err=err, color=look.color)

@@ -1,11 +1,14 @@
-"""Which rules could not run, told once each and grouped by the data that was missing.
+"""Which rules could not run, on which files, told once each and grouped by the missing data.
 
 The engine records, per file, each rule that could not run and the columns it lacked
-(engine.Checked.not_checked). A reader wants the other view: "no finish_reason: these 6 rules
-did not run", each rule once however many files lacked it, and only the rules that could ever
-run on the kinds of files scanned. Transport columns (request hashes, HTTP status, stream
-completion, the raw request keys) exist only in API captures: a benchmark's own result files
-and console logs never record them, so a rule that can read nothing else is no news there.
+(engine.Checked.not_checked). A reader wants the other view: "no finish_reason in 4 of 6 files:
+these 6 rules did not run there", each rule once however many files lacked it, and only the
+rules that could ever run on the kinds of files scanned. Coverage is per file: a rule that
+lacked the data in some files and ran on the others (and may have findings there) says so.
+
+Transport columns (request hashes, HTTP status, stream completion, the raw request keys) exist
+only in API captures: a benchmark's own result files and console logs never record them, so a
+rule that can read nothing else is no news there.
 """
 
 from __future__ import annotations
@@ -55,33 +58,58 @@ def _simplest(alternatives: set[str]) -> tuple[str, ...]:
 
 
 def groups(
-    not_checked: Iterable[Mapping[str, Any]], formats: Mapping[str, str | None]
+    not_checked: Iterable[Mapping[str, Any]],
+    formats: Mapping[str, str | None],
+    checked: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """not_checked rows ({path, rule, missing}) as groups of rules by the columns they lacked.
+    """not_checked rows ({path, rule, missing}) as groups of rules by the columns they lacked
+    and the files that lacked them.
 
-    formats: path -> detected format. Each group is {"missing": [column, ...], "rules":
-    [rule, ...], "files": n, "paths": [path, ...]}: the columns (any one of which would have let
-    the rules run, "+" joining columns needed together), the rules, and the files that lacked
-    them. A rule lacking different columns in different files is listed once, under everything
-    it lacked.
+    formats: path -> detected format; checked: the files with turns, which every rule could
+    have read (default: the files of the rows). Each group is {"missing": [column, ...],
+    "rules": [rule, ...], "files": n, "paths": [path, ...], "of_files": N, "ran_on": {rule: k}}:
+    the columns (any one of which would have let the rules run, "+" joining columns needed
+    together), the rules, the n files of the N checked that lacked them, and for the rules that
+    did run on other files, on how many. A rule lacking different columns in different files
+    is listed once, under everything it lacked.
     """
+    rows = list(not_checked)
+    scanned = set(checked) if checked is not None else {row["path"] for row in rows}
     per_rule: dict[str, set[str]] = {}
     files_of: dict[str, set[str]] = {}
-    for row in not_checked:
+    not_run: dict[str, set[str]] = {}  # every file a rule did not run on, told or not
+    for row in rows:
+        not_run.setdefault(row["rule"], set()).add(row["path"])
         transport = not _benchmark(formats.get(row["path"]))
         missing = _relevant(row["missing"], transport)
         if not missing:
             continue
         per_rule.setdefault(row["rule"], set()).update(missing)
         files_of.setdefault(row["rule"], set()).add(row["path"])
-    by_key: dict[tuple[str, ...], list[str]] = {}
+    by_key: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
     for rule, lacked in per_rule.items():
-        by_key.setdefault(_simplest(lacked), []).append(rule)
+        by_key.setdefault((_simplest(lacked), tuple(sorted(files_of[rule]))), []).append(rule)
     out: list[dict[str, Any]] = []
-    for key, rules in by_key.items():
-        paths = sorted(set().union(*(files_of[r] for r in rules)))
+    for (key, paths), rules in by_key.items():
+        ran = {r: len(scanned - not_run[r]) for r in sorted(rules)}
         out.append(
-            {"missing": list(key), "rules": sorted(rules), "files": len(paths), "paths": paths}
+            {
+                "missing": list(key),
+                "rules": sorted(rules),
+                "files": len(paths),
+                "paths": list(paths),
+                "of_files": len(scanned | set(paths)),
+                "ran_on": {r: n for r, n in ran.items() if n},
+            }
         )
-    out.sort(key=lambda g: (-len(g["rules"]), g["missing"]))
+    out.sort(key=lambda g: (-len(g["rules"]), g["missing"], g["paths"]))
     return out
+
+
+def summary(grouped: list[dict[str, Any]], files: int) -> dict[str, Any]:
+    """What the groups say in one place: the files whose turns the rules read, the rules that
+    ran on none of them for lack of data (their 0 proves nothing), and those that ran on some
+    but lacked the data in others."""
+    nowhere = sorted(r for g in grouped for r in g["rules"] if r not in g["ran_on"])
+    partly = sorted(r for g in grouped for r in g["ran_on"])
+    return {"files": files, "not_run": nowhere, "partly_run": partly}

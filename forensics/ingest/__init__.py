@@ -16,11 +16,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from forensics import progress
-from forensics.ingest import formats, fusion
+from forensics.ingest import companions, formats, fusion
 from forensics.ingest.formats import sidecars
 from forensics.ingest.parse import files, jsonwalk
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector
-from forensics.ingest.registry import FormatSpec, load_plugins, ordered
+from forensics.ingest.registry import TEXT_SCANNER, FormatSpec, load_plugins, ordered
 from forensics.ingest.rows import clean_text
 
 _BUILTIN = formats.builtin_specs()
@@ -46,6 +46,8 @@ class FileReport:
     note: str | None = None
     # The file describes a run rather than holds its episodes: no rows is no failure.
     metadata: bool = False
+    # Plainly not an agent artifact (companions.py): the scan lists it as skipped, with reason.
+    skipped: bool = False
 
 
 @dataclass
@@ -197,8 +199,15 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
         collector.reject(name, None, reason, source_format=fmt.name)
     note = "; ".join(collector.notes.get(str(path), [])) or None
     if records == 0 and note is None and collector.rejects_of(name) == rejects_before:
-        # The text scanner accepts any text; a file it found nothing in was never a log.
+        # The text scanner accepts any text; a file it found nothing in was never a log. One
+        # that nothing in looks like an agent's record is a companion file (a config, notes):
+        # skipped, not unreadable.
         reason = "no recognizable records (unknown format)"
+        if fmt.priority >= TEXT_SCANNER and len(collector.trajectory_rows) == episodes_before:
+            marker = companions.record_marker(path)
+            if marker is None:
+                return FileReport(name, None, companions.REASON, 0, skipped=True)
+            reason += f"; {marker}"  # why it is not skipped as a companion file
         collector.reject(name, None, reason)
         return FileReport(name, None, reason, 0)
     metadata = str(path) in collector.metadata_files

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, reject_trailing
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, excerpt, reject_trailing
 from forensics.wording import json_error
 
 
@@ -67,7 +67,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
                 f"array element {index + 1} not read: {json_error(exc.msg)}; the elements before "
                 "it are kept"
             )
-            collector.reject(name, line_of(exc.pos), reason, text[exc.pos : exc.pos + 200], fmt)
+            collector.reject(name, line_of(exc.pos), reason, excerpt(text, exc.pos), fmt)
             return
         # `elements` returned only after seeing the closing bracket after the last element.
         reject_trailing(collector, name, text, jsonwalk.skip_ws(text, last) + 1, line_of, fmt)
@@ -81,7 +81,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
         except jsonwalk.WalkError as exc:
             where = "" if index == 0 else f"value {index + 1}: "
             reason = f"{where}invalid JSON ({json_error(exc.msg)})"
-            collector.reject(name, line_of(exc.pos), reason, text[pos : pos + 200], fmt)
+            collector.reject(name, line_of(exc.pos), reason, excerpt(text, pos), fmt)
             return
         json_path = "$" if index == 0 and jsonwalk.trailing(text, end) is None else f"$<{index}>"
         yield Record(line_of(pos), json_path, value, _locator(text, pos, line_of))
@@ -130,7 +130,7 @@ def document(
         line = line_of(exc.pos)
         reason = f"{not_whole}: {exc.msg}" if isinstance(not_whole, str) else not_whole(exc, line)
         at = start if excerpt_from_start else exc.pos
-        collector.reject(name, line, reason, text[at : at + 200], fmt, json_path)
+        collector.reject(name, line, reason, excerpt(text, at), fmt, json_path)
         return None
     reject_trailing(collector, name, text, end, line_of, fmt)
     return Document(value, start, line_of)

@@ -19,6 +19,7 @@ from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import json_text, text_of
 from forensics.ingest.parse.files import TooLarge
 from forensics.ingest.rows import BadValue, RowMaker, clean_text
+from forensics.redact import CONTEXT_AFTER, clip
 
 # How each source spells a finish reason -> our normalised vocabulary. Unknown spellings map to
 # "unknown"; a missing reason stays NULL.
@@ -243,9 +244,19 @@ def tau_error(info: Any) -> str | None:
 NESTED_TOO_DEEPLY = "JSON nested deeper than the parser's limit (about 990 levels)"
 
 
-def _excerpt(text: str, limit: int = 200) -> str:
-    text = text.replace("\r", "")
-    return clean_text(text if len(text) <= limit else text[:limit] + "…")
+EXCERPT_CHARS = 200
+
+
+def excerpt(text: str, start: int = 0) -> str:
+    """`text[start:start + 200]` for a reject, cut from redacted text: a secret across either
+    cut is masked whole, not left as a prefix too short to recognise (redact.clip)."""
+    return clip(text, EXCERPT_CHARS, start)
+
+
+def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    window = text[: limit + CONTEXT_AFTER]
+    cut = clip(clean_text(window.replace("\r", "")), limit, ellipsis="…")
+    return cut if len(window) == len(text) or cut.endswith("…") else cut + "…"
 
 
 @contextmanager
@@ -284,7 +295,7 @@ def reject_trailing(
             path,
             line_of(pos),
             f"{jsonwalk.TRAILING} ({len(text) - pos:,} chars) was not read",
-            text[pos : pos + 200],
+            excerpt(text, pos),
             fmt,
         )
 

@@ -19,6 +19,7 @@ from forensics.ingest.parse.files import EMPTY_DIRECTORY
 from forensics.report.types import (
     LENGTH_COLUMNS,
     Cause,
+    Coverage,
     Finding,
     Fix,
     Report,
@@ -249,12 +250,18 @@ def _parameters(causes: list[Cause], parsers: list[ParserCheck]) -> list[dict[st
 
 
 def _checks(
-    causes: list[Cause], rule_counts: Counter[str], not_checked: list[dict[str, Any]]
+    causes: list[Cause],
+    rule_counts: Counter[str],
+    not_checked: list[dict[str, Any]],
+    checked_files: int,
 ) -> list[dict[str, Any]]:
-    """What the next scan must show: each rule a fix should silence, its count now, target 0."""
+    """What the next scan must show: each rule a fix should silence, its count now, target 0;
+    with the files it could not run on, of the files whose turns the rules read."""
     unchecked: dict[str, list[str]] = {}
+    files: Counter[str] = Counter()
     for n in not_checked:
         unchecked.setdefault(n["rule"], []).extend(n["missing"])
+        files[n["rule"]] += 1
     checks, seen = [], set()
     for c in causes:
         for rule in c["rules_to_zero"]:
@@ -269,6 +276,9 @@ def _checks(
                     "target": 0,
                     # A rule that could not run on some input proves nothing there by reading 0.
                     "not_checked_for_lack_of": sorted(set(unchecked.get(rule, []))),
+                    # the files it could not run on, of every file with turns: all, or some
+                    "not_checked_files": files[rule],
+                    "of_files": checked_files,
                 }
             )
     return checks
@@ -601,11 +611,15 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
     # An empty directory named as an input is listed with the files (and gated) but is no file.
     read = [f for f in result.files if f.reason != EMPTY_DIRECTORY]
     formats = Counter(f.format or "rejected" for f in read)
+    checked_files = sorted(result.turns["source_path"].drop_nulls().unique().to_list())
     not_checked = [
         {"path": path, "rule": rule, "missing": missing}
         for path, rules in sorted(result.not_checked.items())
         for rule, missing in sorted(rules.items())
     ]
+    grouped = coverage.groups(
+        not_checked, {f.path: f.format for f in result.files}, checked=checked_files
+    )
     primary = None
     if causes:
         first = causes[0]
@@ -651,7 +665,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         "validation": result.diagnosis.validation,
         "fix_plan": _fix_plan(causes),
         "parameters": _parameters(causes, result.diagnosis.parsers),
-        "validation_checks": _checks(causes, rule_counts, not_checked),
+        "validation_checks": _checks(causes, rule_counts, not_checked, len(checked_files)),
         "findings": findings,
         "trajectories": _trajectory_rows(result),
         "rejects": rejects,
@@ -667,9 +681,8 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         ],
         "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         "not_checked": not_checked,
-        "not_checked_groups": coverage.groups(
-            not_checked, {f.path: f.format for f in result.files}
-        ),
+        "not_checked_groups": grouped,
+        "coverage": cast(Coverage, coverage.summary(grouped, len(checked_files))),
         "rules": [
             {
                 "id": r.id,

@@ -150,6 +150,12 @@ class Page(TypedDict):
     output_lengths: dict[str, Any] | None
 
 
+class Coverage(TypedDict):
+    files: int
+    not_run: list[str]
+    partly_run: list[str]
+
+
 class Report(TypedDict):
     schema_version: int
     # The config file applied ([tool.forensics]), relative to the working directory; or None.
@@ -170,8 +176,12 @@ class Report(TypedDict):
     files: list[FileEntry]
     skipped: list[Skipped]
     not_checked: list[dict[str, Any]]
-    # The same, each rule once, grouped by the columns it lacked (coverage.groups).
+    # The same, each rule once, grouped by the columns it lacked and the files that lacked them
+    # (coverage.groups).
     not_checked_groups: list[dict[str, Any]]
+    # Per file, in one place (coverage.summary): the files with turns, the rules that ran on
+    # none of them for lack of data, those that ran on some only.
+    coverage: Coverage
     rules: list[RuleEntry]
     # Set by the command line once the gate has judged the scan.
     gate: NotRequired[dict[str, Any]]

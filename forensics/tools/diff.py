@@ -1,10 +1,10 @@
 """Compare two scans: new, fixed and persistent causes and findings; reward per task.
 
 Each side is a JSON result (`forensics scan --json`) or scan input (files, directory, glob).
-Findings are matched by what they say about the benchmark, not by fingerprint: rule, task,
-trial and turn. A fingerprint contains the run's id (the file name), so it would call every
-finding of a rerun new; (rule, task, trial, turn) matches the same symptom in a rerun of the
-same task, and is the fingerprint's equivalent when the same run is scanned twice.
+Findings are matched by what they say about the benchmark: rule, task, trial and turn, the
+key the fingerprint hashes (check/fingerprint.py), so the same symptom in a rerun of the same
+task matches whatever the rerun's file is called. Several findings of one key on a side are
+matched as counts.
 
 An episode (task, trial) of A that B does not hold was not rerun: its findings and causes are
 "not rerun", never "fixed" — a rerun of a subset of the tasks says nothing about the others.
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics import gate
+from forensics.check import fingerprint
 from forensics.config import Settings
 from forensics.report import model as report
 from forensics.report.render import jsonout
@@ -60,13 +61,6 @@ def load_side(spec: str, rules_dirs: list[Path], settings: Settings) -> Model:
     return report.build(result)
 
 
-def _key(f: dict[str, Any]) -> tuple[str, str, int, int]:
-    task = f["task_id"] if f.get("task_id") is not None else f["trajectory_id"]
-    trial = f["trial"] if f.get("trial") is not None else -1
-    turn = f["turn_index"] if f.get("turn_index") is not None else -1
-    return (f["rule"], str(task), trial, turn)
-
-
 def _short(f: dict[str, Any]) -> dict[str, Any]:
     return {
         "rule": f["rule"],
@@ -85,14 +79,9 @@ def _task_sort(task: str) -> tuple[int, int | str]:
     return (0, int(task)) if task.isdigit() else (1, task)
 
 
-Episode = tuple[str, int]
-
-
-def _episode(row: dict[str, Any]) -> Episode:
-    """(task, trial) of a trajectory row or a finding, as _key reads them."""
-    task = row["task_id"] if row.get("task_id") is not None else row["trajectory_id"]
-    trial = row["trial"] if row.get("trial") is not None else -1
-    return (str(task), trial)
+Episode = fingerprint.Episode
+_episode = fingerprint.episode
+_key = fingerprint.key
 
 
 def _episodes(model: Model) -> dict[str, Episode] | None:
@@ -127,7 +116,7 @@ def compare(a: Model, b: Model, only_common: bool = False) -> dict[str, Any]:
     def compared(episode: Episode) -> bool:
         return not only_common or episode in common
 
-    sides: dict[str, dict[tuple[str, str, int, int], list[dict[str, Any]]]] = {
+    sides: dict[str, dict[fingerprint.Key, list[dict[str, Any]]]] = {
         "a": defaultdict(list),
         "b": defaultdict(list),
     }

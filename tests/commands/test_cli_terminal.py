@@ -221,10 +221,10 @@ def test_wrapping_keeps_every_line_in_the_width_under_its_indent(output2_scan):
 def test_not_checked_lists_each_rule_once_grouped_by_the_missing_data():
     capture = str(DATA / "capture" / "vllm_agent_loop.jsonl")
     res = run("scan", OUTPUT2, capture, "--no-report")
-    block = res.stdout.split("not checked (the inputs lack the data these rules read):\n")[1]
+    block = res.stdout.split("not checked (these files lack the data the rules read):\n")[1]
     block = block.split("\ngate:")[0]
     groups = [line for line in block.splitlines() if line.startswith("   no ")]
-    named = [r for line in groups for r in line.split(": ", 1)[1].split(", ")]
+    named = [r.split(" (")[0] for line in groups for r in line.split("): ", 1)[1].split(", ")]
     assert len(named) == len(set(named))  # each rule once, however many files lacked it
 
 
@@ -242,14 +242,30 @@ def test_transport_columns_are_no_news_for_benchmark_files_only():
     ]
     formats = {"a.txt": "tau_bench_log", "b.json": "tau_bench_results", "c.jsonl": "api_capture"}
     assert coverage.groups(rows, formats) == [
-        {"missing": ["finish_reason"], "rules": ["http-error"], "files": 1, "paths": ["a.txt"]},
+        {
+            "missing": ["finish_reason"],
+            "rules": ["http-error"],
+            "files": 1,
+            "paths": ["a.txt"],
+            "of_files": 3,
+            "ran_on": {"http-error": 2},
+        },
         {
             "missing": ["finish_reason", "output_tokens"],
             "rules": ["max-tokens"],
             "files": 2,
             "paths": ["a.txt", "b.json"],
+            "of_files": 3,
+            "ran_on": {"max-tokens": 1},
         },
-        {"missing": ["request_hash"], "rules": ["retry-storm"], "files": 1, "paths": ["c.jsonl"]},
+        {
+            "missing": ["request_hash"],
+            "rules": ["retry-storm"],
+            "files": 1,
+            "paths": ["c.jsonl"],
+            "of_files": 3,
+            "ran_on": {"retry-storm": 1},
+        },
     ]
     benchmark_only = {p: "tau_bench_log" for p in formats}
     assert all("retry-storm" not in g["rules"] for g in coverage.groups(rows, benchmark_only))

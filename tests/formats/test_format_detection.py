@@ -24,12 +24,17 @@ FIXTURE_DIRS = ("tests/data", "sample_logs", "tests/rule_fixtures")
 WRITE = "python tests/formats/test_format_detection.py --write"
 
 
+# The real corpus is a measure, not a spec: pinning its verdicts here would turn a misdetected
+# file into an expected one. The corpus is scored against its blind labels instead (issue 21).
+CORPUS = ROOT / "tests" / "data" / "corpus"
+
+
 def fixture_files() -> list[str]:
     return sorted(
         str(p.relative_to(ROOT))
         for base in FIXTURE_DIRS
         for p in (ROOT / base).rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts and not p.is_relative_to(CORPUS)
     )
 
 

@@ -119,7 +119,7 @@ def test_baseline_is_byte_identical_across_reruns_and_paths(tmp_path, monkeypatc
     a = (tmp_path / "a.json").read_bytes()
     assert a == (tmp_path / "b.json").read_bytes() == (tmp_path / "c.json").read_bytes()
     doc = json.loads(a)
-    assert doc["forensics_baseline"] == 1
+    assert doc["forensics_baseline"] == 2
     assert len(doc["findings"]) == 44
     assert [f["id"] for f in doc["findings"]] == sorted(f["id"] for f in doc["findings"])
     # no directory of the input (sample_logs/, logs/, tmp) leaks into the fingerprints

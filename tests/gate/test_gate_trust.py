@@ -138,14 +138,17 @@ def test_an_unreadable_checkpoint_next_to_a_good_file_fails(cut_checkpoint):
     assert res.exit_code == 1, res.output
     assert gate_lines(res.output) == [
         f"gate: FAIL — {cut_checkpoint}: nothing readable: line 2: object never closes: the file "
-        "ends inside it (and 3 more rejects)"
+        "ends inside it (and 3 more rejects)",
+        "gate: FAIL — 1 input with nothing readable: --allow-unreadable (allow-unreadable = "
+        "true) passes with it listed; the ignore-paths config key leaves it out",
     ]
 
 
 def test_an_empty_checkpoint_fails_the_gate_next_to_a_good_file_and_alone():
     res = scan(CONTROL, str(EMPTY_CHECKPOINT))
     assert res.exit_code == 1, res.output
-    (line,) = gate_lines(res.output)
+    line, how = gate_lines(res.output)
+    assert how.startswith("gate: FAIL — 1 input with nothing readable: --allow-unreadable")
     assert line.startswith(
         f"gate: FAIL — {EMPTY_CHECKPOINT}: nothing readable: empty checkpoint: simulations is []"
     )
@@ -160,10 +163,11 @@ def test_one_line_per_unreadable_file(tmp_path, cut_checkpoint):
     res = scan(CONTROL, str(cut_checkpoint), str(empty))
     assert res.exit_code == 1
     lines = gate_lines(res.output)
-    assert [line.split(": nothing readable: ")[0] for line in lines] == [
+    assert [line.split(": nothing readable: ")[0] for line in lines[:2]] == [
         f"gate: FAIL — {cut_checkpoint}",
         f"gate: FAIL — {empty}",
     ]
+    assert lines[2].startswith("gate: FAIL — 2 inputs with nothing readable: ")
     assert lines[1].endswith(": nothing readable: empty file")
 
 
@@ -253,7 +257,13 @@ def test_bad_gate_keys_are_usage_errors(tmp_path, config_text, message):
         ("/dev/null", None, "a device, not a file: not read"),
         ("empty.log", b"", "empty file"),
         ("junk.bin", bytes(range(256)) * 8, "binary file (NUL bytes), not a log or JSON"),
-        ("junk.txt", b"no records\njust prose\n", "no recognizable records (unknown format)"),
+        # (prose alone is a companion file, skipped: tests/gate/test_gate_companions.py)
+        (
+            "junk.txt",
+            b"no records\njust prose <think>\n",
+            "no recognizable records (unknown format); line 2 looks like an agent's record "
+            "(`<think>`)",
+        ),
     ],
 )
 def test_no_readable_input_is_one_verdict_and_exit_1(tmp_path, name, content, reason):

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 import forensics
+from forensics.ingest import companions
 from forensics.ingest.parse import files
 
 from conftest import SAMPLES
@@ -36,11 +37,12 @@ def test_messy_directory_reads_everything_readable(messy):
     by_file = {r["source_path"].split("/")[-1]: r for r in result.rejects.iter_rows(named=True)}
     assert by_file["empty.log"]["reason"] == "empty file"
     assert by_file["junk.bin"]["reason"].startswith("binary file")
-    assert by_file["notes.txt"]["reason"] == "no recognizable records (unknown format)"
-    # Markdown in a directory walk is plainly no artifact: listed as skipped, never read.
-    assert "notes.md" not in by_file
+    # Markdown in a directory walk is plainly no artifact: listed as skipped, never read; prose
+    # that no format reads and nothing in looks like an agent's record is skipped once read.
+    assert "notes.md" not in by_file and "notes.txt" not in by_file
     assert [(p.split("/")[-1], r) for p, r in result.skipped] == [
-        ("notes.md", "not a run artifact (.md file)")
+        ("notes.md", "not a run artifact (.md file)"),
+        ("notes.txt", companions.REASON),
     ]
     assert by_file["cut.json"]["reason"].startswith("truncated file")
     broken = result.rejects.filter(result.rejects["source_path"].str.ends_with("broken.log"))

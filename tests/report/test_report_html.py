@@ -225,7 +225,11 @@ def test_validation_plan_names_tasks_and_rules_that_must_reach_zero(output2):
     assert ranks == sorted(ranks)
     assert rows[0] == ("unclosed-think", "18") and ("reasoning-leak", "21") in rows
     # A rule that could not run is not a pass: the plan says so next to its 0.
-    assert "no finish_reason or output_tokens): a 0 there proves nothing" in section
+    # One file, and it ran on none of it: not "on some input".
+    assert (
+        "not checked on any input (no finish_reason or output_tokens): its 0 proves nothing"
+        in section
+    )
 
 
 def test_charts_are_inline_svg_and_the_cap_shows_as_a_wall(output2):

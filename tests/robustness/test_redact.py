@@ -1,19 +1,17 @@
-"""Secrets must not survive redaction, healthy text must, and both regex dialects must agree."""
+"""Secrets must not survive redaction, healthy text must, and the column scan must flag every
+value redaction changes."""
 
 import hashlib
 import re
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import forensics.redact as redact_mod
 from forensics.redact import (
-    ANY_PATTERN,
     MASK_PREFIX,
-    PATTERNS,
     contains_secret,
     redact_array,
     redact_name,
@@ -248,12 +246,10 @@ def test_none_passes_through():
 
 
 @pytest.mark.parametrize("text", [t for t, _ in POSITIVES] + NEGATIVES)
-def test_dialects_agree(text):
-    """The RE2 scan must flag what Python redacts, or a column would keep its secret."""
-    array = pa.array([text])
-    for pattern in (*PATTERNS, ANY_PATTERN):
-        re2 = pc.match_substring_regex(array, pattern)[0].as_py()
-        assert re2 == bool(re.search(pattern, text, re.ASCII)), pattern
+def test_the_column_scan_flags_what_redaction_changes(text):
+    """One RE2 scan picks the values Python redacts: a value it passes over keeps its secret."""
+    flagged = redact_mod.flagged(pa.array([text]))[0].as_py()
+    assert flagged or redact_text(text) == text
 
 
 def test_masks_are_stable_and_tell_secrets_apart():

@@ -31,6 +31,7 @@ from forensics.ingest.parse.apicommon import (
     request_basics,
     text_of,
 )
+from forensics.redact import clip
 
 CUT_OFF = "stream cut off: it ended without a messageStop event"
 _STREAM_EVENTS = frozenset(
@@ -102,7 +103,7 @@ def eventstream_chunks(data: bytes) -> list[dict[str, Any]]:
         if headers.get(":message-type") in ("exception", "error"):
             kind = headers.get(":exception-type") or headers.get(":error-code") or "exception"
             message = value.get("message") if isinstance(value, dict) else None
-            message = message or headers.get(":error-message") or json.dumps(value)[:300]
+            message = message or headers.get(":error-message") or clip(json.dumps(value), 300)
             chunks.append({"exception": {"type": kind, "message": message}})
         elif (inner := _invoke_chunk(headers, value)) is not None:
             chunks.append(inner)

@@ -30,6 +30,7 @@ from forensics.ingest.api import (
     sse,
 )
 from forensics.ingest.parse.apicommon import as_dict, as_str, endpoint_of, error_text, without_query
+from forensics.redact import clip
 
 
 class NotACall(Exception):
@@ -272,7 +273,7 @@ def _messages_api(
                 errors.append(said_text or f"response body holds no answer (keys: {keys})")
     elif res_kind == "text":
         output = _placeholder()
-        errors.append(f"response body is not JSON: {' '.join(response[:200].split())}")
+        errors.append(f"response body is not JSON: {' '.join(clip(response, 200).split())}")
     elif ex.has_response:
         output = _placeholder()
         errors.append("response body not captured")

@@ -53,7 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, isolated
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, excerpt, isolated
 from forensics.wording import json_error
 
 FORMAT = "gemini"
@@ -451,7 +451,7 @@ def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, 
             else f"invalid JSON at line {line_of(exc.pos)}: {json_error(exc.msg)}; the rest was "
             "not read"
         )
-        collector.reject(str(path), line_of(where), reason, text[where : where + 200], FORMAT)
+        collector.reject(str(path), line_of(where), reason, excerpt(text, where), FORMAT)
 
 
 def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]:
@@ -468,7 +468,7 @@ def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, An
                 str(path),
                 line_of(pos),
                 f"invalid JSON at line {line_of(exc.pos)}: {json_error(exc.msg)}",
-                text[pos : pos + 200],
+                excerpt(text, pos),
                 FORMAT,
             )
             nxt = text.find("\n{", pos)
@@ -496,7 +496,7 @@ def _responses(
                     str(path),
                     line,
                     "array without Gemini response chunks",
-                    json.dumps(value)[:200],
+                    excerpt(json.dumps(value)),
                     FORMAT,
                 )
                 continue
@@ -511,7 +511,7 @@ def _responses(
                 line,
                 "not a Gemini GenerateContentResponse (no candidates/promptFeedback with usage "
                 "or model metadata)",
-                json.dumps(value, ensure_ascii=False)[:200],
+                excerpt(json.dumps(value, ensure_ascii=False)),
                 FORMAT,
             )
             continue

@@ -23,7 +23,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.formats.sharegpt import leading_reasoning
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int
-from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "atropos_groups"
@@ -142,9 +142,9 @@ def ingest(path: Path, collector: Collector) -> int:
         with isolated(collector, name, rec.line, FORMAT, rec.json_path):
             group = rec.value
             if not isinstance(group, dict) or "scores" not in group:
-                excerpt = json.dumps(group)[:200] if not isinstance(group, dict) else ""
+                shown = excerpt(json.dumps(group)) if not isinstance(group, dict) else ""
                 reason = "record is not a scored group (an object with scores)"
-                collector.reject(name, rec.line, reason, excerpt, FORMAT, rec.json_path)
+                collector.reject(name, rec.line, reason, shown, FORMAT, rec.json_path)
                 continue
             groups += 1
             for ep in _episodes(run, path, rec, group, groups):

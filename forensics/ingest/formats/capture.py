@@ -21,6 +21,7 @@ from forensics.ingest.api.prefix import PrefixParser
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import without_query
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Run, isolated
+from forensics.ingest.records import excerpt as text_excerpt
 from forensics.ingest.registry import FormatSpec
 from forensics.wording import json_error
 
@@ -82,7 +83,7 @@ def _scrubbed(value: Any, depth: int = 0) -> Any:
 
 
 def excerpt(record: Any) -> str:
-    return json.dumps(_scrubbed(record), ensure_ascii=False, default=str)[:200]
+    return text_excerpt(json.dumps(_scrubbed(record), ensure_ascii=False, default=str))
 
 
 Record = tuple[int, Any, str | None, str]  # line, value, why it could not be read, raw excerpt
@@ -99,9 +100,10 @@ def _jsonl(path: Path) -> Iterator[Record]:
         try:
             yield number, parser.loads(text), None, ""
         except json.JSONDecodeError as exc:
-            yield number, None, f"invalid JSON ({json_error(exc.msg, exc.colno)})", text[:200]
+            reason = f"invalid JSON ({json_error(exc.msg, exc.colno)})"
+            yield number, None, reason, text_excerpt(text)
         except RecursionError:
-            yield number, None, NESTED_TOO_DEEPLY, text[:200]
+            yield number, None, NESTED_TOO_DEEPLY, text_excerpt(text)
 
 
 def _document(path: Path) -> Iterator[Record]:
@@ -128,9 +130,9 @@ def _document(path: Path) -> Iterator[Record]:
         yield (
             line_of(where),
             None,
-            f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}; "
+            f"invalid JSON at line {line_of(exc.pos)}: {json_error(exc.msg)}; "
             f"the rest of the file ({len(text) - where} chars) was not read",
-            text[where : where + 200],
+            text_excerpt(text, where),
         )
 
 

@@ -38,6 +38,7 @@ from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, without_query
 from forensics.ingest.records import Collector, isolated, reject_trailing
 from forensics.ingest.registry import FormatSpec
+from forensics.redact import clip
 
 FORMAT = "http_cassette"
 
@@ -253,7 +254,7 @@ def _construct(loader: Any, node: yaml.Node) -> tuple[Any, str | None]:
     try:
         return loader.construct_document(node), None
     except (yaml.YAMLError, ValueError, TypeError) as exc:
-        return None, f"invalid YAML value: {' '.join(str(exc).split())[:300]}"
+        return None, f"invalid YAML value: {clip(' '.join(str(exc).split()), 300)}"
     except RecursionError:
         return None, "YAML nested too deeply (or an alias that contains itself)"
 
@@ -333,7 +334,7 @@ def _one_by_one(text: str, error: yaml.YAMLError) -> Iterator[Item]:
             value = yaml.load(body, Loader=_Loader)  # a safe loader: no Python objects
         except yaml.YAMLError as exc:
             covered = True  # the parse error of the whole file is (at least) this one
-            yield start + 1, None, f"invalid YAML: {' '.join(str(exc).split())[:300]}"
+            yield start + 1, None, f"invalid YAML: {clip(' '.join(str(exc).split()), 300)}"
             continue
         except RecursionError:
             yield start + 1, None, "YAML nested too deeply"
@@ -344,7 +345,7 @@ def _one_by_one(text: str, error: yaml.YAMLError) -> Iterator[Item]:
             yield start + 1, None, "not one interaction (a list item of the cassette)"
     if not covered:
         at = (broken_at + 1) if broken_at is not None else 1
-        yield at, None, f"invalid YAML: {' '.join(str(error).split())[:300]}"
+        yield at, None, f"invalid YAML: {clip(' '.join(str(error).split()), 300)}"
 
 
 def _yaml_items(text: str) -> Iterator[Item]:

@@ -33,7 +33,7 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int, json_text
-from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 from forensics.wording import article
 
@@ -240,7 +240,7 @@ def ingest(path: Path, collector: Collector) -> int:
                 continue
             if not isinstance(line.get("message"), dict):
                 reason = f"{kind} line without a message object"
-                collector.reject(name, rec.line, reason, json_text(line)[:200], FORMAT)
+                collector.reject(name, rec.line, reason, excerpt(json_text(line)), FORMAT)
                 continue
             s = _session(sessions, line, run, name, rec.line)
             ep = s.episode

@@ -21,7 +21,7 @@ from forensics.ingest.api.exchange import Exchange, NotACall
 from forensics.ingest.formats import capture
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, without_query
-from forensics.ingest.records import Collector, isolated, reject_trailing
+from forensics.ingest.records import Collector, excerpt, isolated, reject_trailing
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "har"
@@ -111,7 +111,7 @@ def ingest(path: Path, collector: Collector) -> int:
             else f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}; "
             "the rest of the HAR was not read"
         )
-        reader.reject(line_of(where), reason, text[where : where + 200])
+        reader.reject(line_of(where), reason, excerpt(text, where))
     return reader.finish()
 
 

@@ -43,6 +43,7 @@ from forensics.ingest.records import (
     Collector,
     Episode,
     Run,
+    excerpt,
     isolated,
 )
 from forensics.ingest.registry import FormatSpec
@@ -414,7 +415,7 @@ def _add_sample(
             source_path,
             line_of(start),
             "sample is not a JSON object",
-            text[start : start + 200],
+            excerpt(text, start),
             fmt,
             json_prefix,
         )

@@ -33,7 +33,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
+from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated, reject_trailing
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "openhands_events"
@@ -512,7 +512,7 @@ def ingest_legacy(path: Path, collector: Collector) -> int:
             name,
             line_of(exc.pos),
             f"event list cut short: {exc.msg}",
-            text[exc.pos : exc.pos + 200],
+            excerpt(text, exc.pos),
             FORMAT_LEGACY,
         )
     else:

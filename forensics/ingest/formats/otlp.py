@@ -44,7 +44,7 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "otlp_traces"
@@ -736,7 +736,7 @@ def ingest(path: Path, collector: Collector) -> int:
                     name,
                     rec.line,
                     reason,
-                    (json_text(rec.value) or "null")[:200],
+                    excerpt(json_text(rec.value) or "null"),
                     FORMAT,
                     rec.json_path,
                 )

@@ -25,7 +25,7 @@ from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import jsonhead
-from forensics.ingest.records import Collector, Episode, Run, isolated
+from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "sharegpt"
@@ -149,7 +149,7 @@ def _episode(
     base = rec.json_path or "$"
     if not isinstance(turns, list):
         reason = "record has no conversations list"
-        collector.reject(name, rec.line, reason, json.dumps(record)[:200], FORMAT, rec.json_path)
+        collector.reject(name, rec.line, reason, excerpt(json.dumps(record)), FORMAT, rec.json_path)
         return None
     model = record.get("model") if isinstance(record.get("model"), str) else None
     attached, count = _tools(record)
@@ -177,7 +177,7 @@ def _episode(
                 if not isinstance(turn, dict)
                 else f"turn {i}: unknown speaker {speaker!r} (expected system, human, gpt, tool)"
             )
-            collector.reject(name, line, reason, json.dumps(turn)[:200], FORMAT, where)
+            collector.reject(name, line, reason, excerpt(json.dumps(turn)), FORMAT, where)
             continue
         value = turn.get("value", turn.get("content"))
         message: dict[str, Any] = {"role": role, "content": value}

@@ -18,7 +18,7 @@ from forensics.ingest.api import exchange, sse
 from forensics.ingest.api.exchange import Exchange, NotACall
 from forensics.ingest.formats import capture
 from forensics.ingest.parse import files, jsonhead
-from forensics.ingest.records import Collector, isolated
+from forensics.ingest.records import Collector, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "sse_capture"
@@ -90,7 +90,7 @@ def ingest(path: Path, collector: Collector) -> int:
                 call = exchange.build(Exchange(response=_render(stream)), line)
                 reader.link(call, stream[0].data)
             except NotACall as exc:
-                reader.reject(line, f"stream: {exc}", stream[0].data[:200])
+                reader.reject(line, f"stream: {exc}", excerpt(stream[0].data))
     return reader.finish()
 
 

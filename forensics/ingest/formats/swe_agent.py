@@ -33,7 +33,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.records import Collector, Episode, Run, excerpt
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "swe_agent_traj"
@@ -179,7 +179,7 @@ def ingest(path: Path, collector: Collector) -> int:
                 name,
                 line_of(pos),
                 "history item is not a JSON object",
-                json.dumps(item)[:200],
+                excerpt(json.dumps(item)),
                 FORMAT,
                 where,
             )
@@ -264,7 +264,7 @@ def ingest_mini(path: Path, collector: Collector) -> int:
                 name,
                 line_of(pos),
                 "message is not a JSON object",
-                json.dumps(msg)[:200],
+                excerpt(json.dumps(msg)),
                 FORMAT_MINI,
                 where,
             )

@@ -24,7 +24,7 @@ from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
+from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated, reject_trailing
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "tau2_results"
@@ -216,9 +216,9 @@ def add_simulation(
         if isinstance(msg, dict):
             messages.append((msg_offset, msg))
         else:
-            excerpt = json.dumps(msg)[:200]
+            shown = excerpt(json.dumps(msg))
             reason = "message is not a JSON object"
-            collector.reject(str(path), line_of(msg_offset), reason, excerpt, source_format)
+            collector.reject(str(path), line_of(msg_offset), reason, shown, source_format)
     messages.sort(key=lambda om: got if isinstance(got := om[1].get("turn_idx"), int) else 0)
     termination = _termination(sim.get("termination_reason"))
     reward_info = sim.get("reward_info")
@@ -321,7 +321,7 @@ def ingest(path: Path, collector: Collector) -> int:
             kind = "truncated file" if truncated else "invalid JSON"
             cut = f"{kind} at line {line_of(exc.pos)}, before any simulation: {exc.msg}"
             where = start
-        collector.reject(str(path), line_of(where), cut, text[where : where + 200], FORMAT)
+        collector.reject(str(path), line_of(where), cut, excerpt(text, where), FORMAT)
     run_id = _run_id(path, has_simulations="simulations" in top or bool(sims))
     run = run_from_info(run_id, state["info"])
     if isinstance(top.get("timestamp"), str):
@@ -361,7 +361,7 @@ def _dir_layout_metadata(path: Path, top: dict[str, Any], text: str, collector: 
             str(path),
             1,
             "tau2 results without simulations and no simulations/ directory next to it",
-            text[:200],
+            excerpt(text),
             FORMAT,
         )
         return
@@ -380,7 +380,7 @@ def _dir_layout_metadata(path: Path, top: dict[str, Any], text: str, collector: 
                 _line_of_text(text, sim_id),
                 f"simulation_index lists simulation {sim_id} (task {entry.get('task_id')}), "
                 f"but {sim_dir.name}/{sim_id}.json is missing",
-                json.dumps(entry)[:200],
+                excerpt(json.dumps(entry)),
                 FORMAT,
             )
 

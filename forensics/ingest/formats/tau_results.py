@@ -16,6 +16,7 @@ from forensics.ingest.records import (
     Collector,
     Episode,
     Run,
+    excerpt,
     infer_strategy,
     isolated,
     tau_error,
@@ -157,7 +158,7 @@ def _ingest(path: Path, collector: Collector, stream: files.TextStream) -> int:
                     str(path),
                     line_of(offset),
                     "array element is not a tau-bench result record",
-                    stream.text[offset : offset + 200],
+                    excerpt(stream.text, offset),
                     FORMAT,
                     f"$[{index}]",
                 )
@@ -183,7 +184,7 @@ def _ingest(path: Path, collector: Collector, stream: files.TextStream) -> int:
             else f"invalid JSON at line {error_line}: {exc.msg}; "
             f"the rest of the file ({len(text) - where} chars) was not read"
         )
-        collector.reject(str(path), line_of(where), reason, text[where : where + 200], FORMAT)
+        collector.reject(str(path), line_of(where), reason, excerpt(text, where), FORMAT)
     return records
 
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any, overload
 from urllib.parse import urlsplit
 
+from forensics.redact import clip
+
 
 def as_int(value: Any) -> int | None:
     """An integer count; floats with no fraction (some proxies re-encode) count too."""
@@ -113,7 +115,7 @@ def error_text(error: Any) -> str | None:
         label = error.get("code") or error.get("type") or error.get("status")
         message = error.get("message") or error.get("detail") or error.get("msg")
         if message is None:
-            message = json.dumps(error, ensure_ascii=False, sort_keys=True)[:500]
+            message = clip(json.dumps(error, ensure_ascii=False, sort_keys=True), 500)
         text = f"{label}: {message}" if label not in (None, "") else str(message)
     else:
         text = str(error)

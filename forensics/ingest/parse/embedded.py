@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.ingest.parse import pyrepr, sdk_repr
+from forensics.redact import clip
 from forensics.wording import json_error
 
 MAX_SPAN_LINES = 5000
@@ -191,7 +192,8 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                     if outcome == "eof"
                     else f"object does not close within {MAX_SPAN_LINES} lines; skipped"
                 )
-                line.objects.append(Found(number, prefix, "\n".join(parts)[:2000], None, reason))
+                shown = clip("\n".join(parts), 2000)
+                line.objects.append(Found(number, prefix, shown, None, reason))
             # Everything after the start line is read again as ordinary lines.
             pending.extendleft(reversed(consumed))
             break

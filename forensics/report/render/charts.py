@@ -13,6 +13,7 @@ sideways leaves its labels off-screen.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,10 +260,17 @@ def findings_per_rule(model: Report) -> Chart:
         ", ".join(f"{rid} {n:,}" for n, rid in found) if found else "none"
     )
     caption += ". Ran and found nothing: " + (", ".join(clean) or "none")
-    if blind:
+    lacking = Counter(n["rule"] for n in model["not_checked"])  # files each could not run on
+    nowhere = {r for r, n in lacking.items() if n >= model["coverage"]["files"]}
+    if none := [r for r in blind if r in nowhere]:
         caption += (
-            ". Could not run on some input for lack of data (see coverage), so their 0 is not a "
-            "pass: " + ", ".join(blind)
+            ". Could not run on this data (see coverage), so their 0 is not a pass: "
+            + ", ".join(none)
+        )
+    if some := [r for r in blind if r not in nowhere]:
+        caption += (
+            ". Could not run on some of the files for lack of data (see coverage), so their 0 "
+            "there is not a pass: " + ", ".join(some)
         )
     caption += "."
     caption = agree(caption)

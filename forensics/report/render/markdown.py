@@ -170,11 +170,18 @@ def _verdict(m: Report) -> list[str]:
     s, p = m["summary"], m["primary"]
     if not p:
         text = f"**No findings** in {s['trajectories']:,} trajectories."
-        if m["not_checked"]:
-            rules = sorted({n["rule"] for n in m["not_checked"]})
+        cover = m["coverage"]
+        if cover["not_run"]:
+            rules = cover["not_run"]
             text += (
                 f" {len(rules)} rule(s) could not run on this data "
                 f"({', '.join(_code(r) for r in rules)}): their 0 is not a pass."
+            )
+        if cover["partly_run"]:
+            rules = cover["partly_run"]
+            text += (
+                f" {len(rules)} rule(s) could not run on some of the files "
+                f"({', '.join(_code(r) for r in rules)}): their 0 there is not a pass."
             )
         return [text]
     text = (
@@ -337,7 +344,13 @@ def _validation(m: Report) -> list[str]:
             line = f"- [ ] {_code(v['rule'])}: {v['now']:,} → {v['target']}"
             if v["not_checked_for_lack_of"]:
                 missing = _plain(" or ".join(v["not_checked_for_lack_of"]))
-                line += f" (not checked on some input: no {missing}; a 0 there proves nothing)"
+                n, of = v["not_checked_files"], v["of_files"]
+                if n < of:
+                    line += f" (not checked on {n} of {of} files: no {missing}; a 0 there proves "
+                    line += "nothing)"
+                else:
+                    where = "any input" if of == 1 else f"any of the {of} files"
+                    line += f" (not checked on {where}: no {missing}; its 0 proves nothing)"
             lines.append(line)
     lines.append("")
     return lines

@@ -144,7 +144,7 @@ def render(model: Report, report_path: str | None = None, style: Style = PLAIN) 
     if model["skipped"]:
         why = Counter(s["reason"] for s in model["skipped"])
         kinds = ", ".join(f"{n} {v(r)}" for r, n in sorted(why.items()))
-        lines.append(f"skipped in directory walks: {len(model['skipped'])} ({kinds})")
+        lines.append(f"skipped: {len(model['skipped'])} ({kinds})")
     for reject in model["rejects"][:5]:
         where = f"{reject['path']}:{reject['line']}" if reject["line"] else reject["path"]
         lines.append(f"rejected: {v(where)}: {v(reject['reason'])}")
@@ -156,16 +156,40 @@ def render(model: Report, report_path: str | None = None, style: Style = PLAIN) 
 
 
 def _not_checked(model: Report) -> list[str]:
-    """One line per kind of missing data, each rule once (report model: not_checked_groups)."""
+    """One line per kind of missing data and the files that lack it, each rule once (report
+    model: not_checked_groups). With several files, each line says in which of them; a rule
+    that ran on other files says on how many (its findings there are real)."""
     groups = model.get("not_checked_groups", [])
     if not groups:
         return []
-    out = ["not checked (the inputs lack the data these rules read):"]
+    several = max(g.get("of_files", 1) for g in groups) > 1
+    head = "these files lack the data the rules read" if several else "the inputs lack the data"
+    out = [f"not checked ({head}{'' if several else ' these rules read'}):"]
     for g in groups:
         missing = " or ".join(v(m).replace("+", " with ") for m in g["missing"])
-        rules = ", ".join(v(r) for r in g["rules"])
-        out.append(f"   no {missing}: {rules}")
+        ran = g.get("ran_on", {})
+        others = g.get("of_files", 1) - g["files"]
+        if ran and all(ran.get(r) == others for r in g["rules"]):
+            # the usual case: each of them ran on every file that had the data
+            where = "the other file" if others == 1 else f"the other {others} files"
+            rules = ", ".join(v(r) for r in g["rules"]) + f" (ran on {where})"
+        else:
+            rules = ", ".join(
+                v(r) + (f" (ran on {_plural(ran[r], 'file')})" if r in ran else "")
+                for r in g["rules"]
+            )
+        out.append(f"   no {missing}{_files_lacking(g) if several else ''}: {rules}")
     return out
+
+
+def _files_lacking(group: dict[str, Any], shown: int = 2) -> str:
+    """Where a group's data is missing: " in all 3 files", " in 2 of 5 files (a, b)"."""
+    n, of = group["files"], group["of_files"]
+    if n >= of:
+        return f" in all {of} files"
+    names = ", ".join(v(p) for p in group["paths"][:shown])
+    more = f" and {n - shown} more" if n > shown else ""
+    return f" in {n} of {of} files ({names}{more})"
 
 
 def statistics(model: Report, style: Style = PLAIN) -> str:
