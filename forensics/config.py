@@ -26,6 +26,7 @@ pyproject.toml without `[tool.forensics]` is skipped. Command-line flags win ove
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import tomllib
@@ -39,6 +40,7 @@ from msgspec import Meta
 
 from forensics.limits import MIB, Limits
 from forensics.schema import SEVERITIES
+from forensics.wording import did_you_mean
 
 if TYPE_CHECKING:
     from forensics.check.engine import Rule
@@ -128,9 +130,25 @@ class Settings:
     fuse: bool = True
     # ignore-paths are relative to the directory of the file that names them.
     base: Path = field(default_factory=Path.cwd)
+    # Where each key's value came from, by its `[tool.forensics]` name ("max-rate.RULE" per
+    # entry of max-rate): "default", the config file, or the command line's flag ("--fail-on").
+    origins: dict[str, str] = field(default_factory=dict)
 
     def where(self) -> str:
         return str(self.source) if self.source else "settings"
+
+    def origin(self, key: str) -> str:
+        """Where a key (or a "max-rate.RULE" entry) came from, for an error about its value."""
+        return self.origins.get(key) or self.origins.get(key.split(".")[0]) or self.where()
+
+    def shown_source(self, start: Path | None = None) -> str | None:
+        """The config file in use, relative to start (default: the working directory) and in
+        POSIX form, so the same checkout gives the same bytes anywhere; None without one."""
+        if self.source is None:
+            return None
+        return Path(
+            os.path.relpath(self.source.resolve(), (start or Path.cwd()).resolve())
+        ).as_posix()
 
     def apply(self, rules: list[Rule]) -> list[Rule]:
         """The rules to run: disabled ones dropped, severities and parameters overridden."""
@@ -141,10 +159,8 @@ class Settings:
             ("params", self.params),
         ):
             if unknown := sorted(set(ids) - known):
-                raise ConfigError(
-                    f"{self.where()}: {key}: unknown rule(s) {', '.join(unknown)}; "
-                    f"known: {', '.join(sorted(known))}"
-                )
+                said = "; ".join(f"{key} {n}: {no_such_rule(n, known)}" for n in unknown)
+                raise ConfigError(f"{self.origin(key)}: {said}")
         return [
             replace(self._with_params(r), severity=self.severity.get(r.id, r.severity))
             for r in rules
@@ -250,6 +266,7 @@ def parse(
         for name, value in (flags or {}).items()
     }
     merged = msgspec.structs.replace(written, **given)
+    origins = _origins(table if isinstance(table, Mapping) else {}, source, flags or {})
     return Settings(
         source=source,
         fail_on=merged.fail_on,
@@ -271,7 +288,80 @@ def parse(
         max_rejects=merged.max_rejects,
         fuse=merged.fuse,
         base=source.resolve().parent if source else Path.cwd(),
+        origins=origins,
     )
+
+
+# The command-line flag that sets a key, where it is not the key's own name.
+_FLAGS = {"fuse": "--no-fuse"}
+
+
+def flag_of(key: str) -> str:
+    """The command line's flag for a `[tool.forensics]` key ("fail-on" -> "--fail-on")."""
+    return _FLAGS.get(key, f"--{key}")
+
+
+def _origins(
+    table: Mapping[str, Any], source: Path | None, flags: Mapping[str, Any]
+) -> dict[str, str]:
+    """Where each key came from: the flag when the command line gave it, else the file when it
+    names the key, else the default. max-rate is merged entry by entry, so its entries too."""
+    by_flag = {name.replace("_", "-"): value for name, value in flags.items()}
+    where = str(source) if source else "config"
+    out: dict[str, str] = {}
+    for key in KEYS:
+        out[key] = flag_of(key) if key in by_flag else where if key in table else "default"
+    for rule in table.get("max-rate", {}) or {}:
+        out[f"max-rate.{rule}"] = where
+    for rule in by_flag.get("max-rate", {}):
+        out[f"max-rate.{rule}"] = "--max-rate"
+    return out
+
+
+def no_such_rule(name: str, known: set[str] | list[str]) -> str:
+    """The words for a rule id that names no rule: the ids closest to it, if any; else where to
+    find them all (not all of them here: the pack has dozens)."""
+    return f"no such rule{did_you_mean(name, known) or '; `forensics rules` lists them all'}"
+
+
+def choose(settings: Settings, known: list[str], select: Any = (), ignore: Any = ()) -> Settings:
+    """The settings with --select/--ignore applied (ids or globs, comma-separated; every rule
+    not selected, or ignored, is disabled), and max-rate checked against what will run: an
+    unknown rule, or one that does not run, is an error naming where it was given.
+    `select`/`ignore`: a string or strings, as the flags take them."""
+    chosen = settings
+    if select or ignore:
+        on = _named(select, known, "--select") if select else set(known)
+        off = set(settings.disable) | (set(known) - on) | _named(ignore, known, "--ignore")
+        before = settings.origin("disable")
+        by = "--select/--ignore" + ("" if before == "default" else f" and {before}")
+        chosen = replace(
+            settings, disable=tuple(sorted(off)), origins={**settings.origins, "disable": by}
+        )
+    for rule in sorted(chosen.max_rate):
+        where = chosen.origin(f"max-rate.{rule}")
+        given = f"--max-rate {rule}" if where == "--max-rate" else f"{where}: max-rate.{rule}"
+        if rule not in known:
+            raise ConfigError(f"{given}: {no_such_rule(rule, known)}")
+        if rule in chosen.disable:
+            raise ConfigError(
+                f"{given}: the rule does not run (--select, --ignore or disable leave it out), "
+                "so its rate can not be judged"
+            )
+    return chosen
+
+
+def _named(specs: Any, known: list[str], flag: str) -> set[str]:
+    ids: set[str] = set()
+    for spec in [specs] if isinstance(specs, str) else specs:
+        for part in (p.strip() for p in spec.split(",")):
+            if not part:
+                continue
+            hits = fnmatch.filter(known, part)
+            if not hits:
+                raise ConfigError(f"{flag} {part}: {no_such_rule(part, known)}")
+            ids.update(hits)
+    return ids
 
 
 def _checked(table: Any, where: str) -> Table:
@@ -290,6 +380,9 @@ def _explained(error: str, table: Any) -> str:
     or the entry of a table (`severity.think-loop`), and for an entry the value given."""
     if error.startswith("Object contains unknown field"):
         unknown = sorted(set(table) - set(KEYS))
+        said = [f"{k}{did_you_mean(k, KEYS)}" for k in unknown]
+        if any("did you mean" in k for k in said):
+            return f"unknown key {'; unknown key '.join(said)}"
         return f"unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}"
     at = _AT.search(error)
     if at is None:
@@ -334,3 +427,62 @@ def load(
     if found is None:
         return parse({}, None, flags)
     return parse(found[1], found[0], flags)
+
+
+def _toml(value: Any) -> str:
+    """A value as TOML writes it (strings as JSON strings, which TOML reads the same)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{k} = {_toml(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    return str(value)
+
+
+def describe(settings: Settings, how: str | None = None) -> list[str]:
+    """The effective settings as `[tool.forensics]` lines, each with where its value came from
+    (`--show-settings`): the config file, a flag, or the default. `how`: how the file was
+    chosen ("--config", "--no-config"); by default the nearest from the working directory."""
+    if settings.source is not None:
+        how = how or "the nearest from the working directory upward"
+        head = f"config: {settings.shown_source()} ({how})"
+    elif how == "--no-config":
+        head = "config: none (--no-config): the defaults and the flags apply"
+    else:
+        head = (
+            f"config: none (no {' or '.join(CONFIG_FILES)} with [tool.forensics] from "
+            f"{Path.cwd()} upward): the defaults and the flags apply"
+        )
+    values: list[tuple[str, Any]] = [
+        ("fail-on", settings.fail_on),
+        *((f"max-rate.{rule}", rate) for rule, rate in sorted(settings.max_rate.items())),
+        ("disable", list(settings.disable)),
+        ("severity", dict(sorted(settings.severity.items()))),
+        ("ignore-paths", list(settings.ignore_paths)),
+        ("params", dict(sorted(settings.params.items()))),
+        ("max-decompressed-mb", settings.limits.max_decompressed_bytes // MIB),
+        ("max-document-mb", settings.limits.max_document_bytes // MIB),
+        ("allow-unchecked", settings.allow_unchecked),
+        ("allow-unreadable", settings.allow_unreadable),
+        ("max-rejects", settings.max_rejects),
+        ("fuse", settings.fuse),
+    ]
+    if not settings.max_rate:
+        values.insert(1, ("max-rate", {}))
+    source = settings.shown_source()
+    lines = []
+    for key, value in values:
+        origin = settings.origin(key)
+        if settings.source is not None:  # the file as the head names it
+            origin = origin.replace(str(settings.source), source or "")
+        text = (
+            f"{key} = {_toml(value)}"
+            if value is not None
+            else f"# {key}: not set (rejected records are not gated)"
+        )
+        lines.append(f"{text:<40} # {origin}")
+    return [head, *lines]

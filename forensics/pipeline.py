@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import atomic, ingest, progress, schema
+from forensics import config as config_mod
 from forensics.check import engine, enrich
 from forensics.config import Settings
 from forensics.diagnosis import diagnose as diagnose_mod
@@ -82,8 +83,15 @@ def scan(
     rules_dirs: Sequence[PathLike] | None = None,
     settings: Settings | None = None,
     exclude: Sequence[PathLike] | None = None,
+    config: bool | PathLike = True,
+    select: str | Sequence[str] = (),
+    ignore: str | Sequence[str] = (),
 ) -> Scan:
     """Scan logs and result files: ingest, enrich, check, diagnose.
+
+    The settings are those `forensics scan` applies: `[tool.forensics]` of the nearest
+    `forensics.toml` or `pyproject.toml` from the working directory upward (`config`), then
+    `select` and `ignore` as the flags of those names. `result.config` names the file applied.
 
     Parameters
     ----------
@@ -93,10 +101,16 @@ def scan(
     rules_dirs : sequence of paths, optional
         Extra rule directories in the rule pack's TOML format, added to the built-in pack.
     settings : Settings, optional
-        Disabled rules, severity overrides, ignore-paths and size caps, as `[tool.forensics]`
-        gives them (`forensics.config.load()` reads the nearest config file).
+        Disabled rules, severity overrides, ignore-paths and size caps, used as given: no config
+        file is read then (`forensics.config.load()` reads one into Settings).
     exclude : sequence of paths, optional
         This scan's own outputs: skipped (and listed as skipped) when a walk meets them.
+    config : bool or path, default True
+        Without `settings`: True reads the nearest config file, as the command line does; a
+        path reads that file (`--config`); False reads none, the defaults apply (`--no-config`).
+    select, ignore : str or sequence of str, optional
+        Run only these rules / not these: ids or globs (`think-*`), comma-separated, as
+        `--select` and `--ignore`; `ignore` wins. An unknown name is a ConfigError.
 
     Returns
     -------
@@ -122,10 +136,23 @@ def scan(
     >>> result.diagnosis.causes[0].id
     'truncated-output'
     """
-    settings = settings or Settings()
-    rules = load_rules(rules_dirs, settings)
+    if settings is None:
+        settings = load_settings(config)
+    pack = engine.load_rules([Path(d) for d in rules_dirs or []])
+    settings = config_mod.choose(settings, [r.id for r in pack], select, ignore)
+    rules = settings.apply(pack)
     expansion = expand(names(paths), settings, exclude)
-    return diagnose(check(read(expansion, settings), rules), rules)
+    result = diagnose(check(read(expansion, settings), rules), rules)
+    result.config = settings.shown_source()
+    return result
+
+
+def load_settings(config: bool | PathLike = True) -> Settings:
+    """`[tool.forensics]` as the command line reads it: the nearest config file (True), the
+    file named (a path) or none (False)."""
+    if config is False:
+        return config_mod.parse({})
+    return config_mod.load(None if config is True else Path(config))
 
 
 def names(paths: PathLike | Sequence[PathLike]) -> list[str]:
@@ -296,8 +323,12 @@ def connect(
     *,
     rules_dirs: Sequence[PathLike] | None = None,
     settings: Settings | None = None,
+    config: bool | PathLike = True,
+    select: str | Sequence[str] = (),
+    ignore: str | Sequence[str] = (),
 ) -> duckdb.DuckDBPyConnection:
-    """Scan and return an in-memory DuckDB connection over every table and view.
+    """Scan (with the settings `scan` takes) and return an in-memory DuckDB connection over
+    every table and view.
 
     Examples
     --------
@@ -306,4 +337,7 @@ def connect(
     >>> con.sql("select count(*) from trajectories").fetchall()
     [(4,)]
     """
-    return scan(paths, rules_dirs=rules_dirs, settings=settings).connection()
+    result = scan(
+        paths, rules_dirs=rules_dirs, settings=settings, config=config, select=select, ignore=ignore
+    )
+    return result.connection()

@@ -1,4 +1,5 @@
-"""Progress of a long scan on stderr: files, MB and turns read, the rate and the time left.
+"""Progress of a long scan on stderr: files, MB and turns read, the rate and the time reading
+has left, then the stage the scan is in with the turns it read.
 
 Ingest tells this module what it is doing (`begin`, `file`, `opened`, `stage`); with no meter
 switched on (the library, tests, CI, --quiet, stderr not a terminal) each call is one global
@@ -82,18 +83,24 @@ class Meter:
 
     def line(self) -> str:
         elapsed = max(1e-6, self.clock() - self.started)
+        turns = self.turns()
         if self.stage_name != "reading":
-            return f"forensics: {self.stage_name} … {elapsed:.0f} s"
+            read = f" · {turns:,} turns read" if turns else ""
+            return f"forensics: {self.stage_name}{read} … {elapsed:.0f} s"
         got = self.read_bytes()
         rate = got / elapsed
         parts = [
             f"file {min(self.files_done + 1, self.files_total):,}/{self.files_total:,}",
             f"{got / MB:,.0f}/{self.bytes_total / MB:,.0f} MB",
-            f"{self.turns():,} turns",
+            f"{turns:,} turns",
             f"{rate / MB:,.1f} MB/s",
         ]
-        if rate > 0 and self.bytes_total > got:
-            parts.append(f"ETA {_duration((self.bytes_total - got) / rate)}")
+        # The bytes left say how long reading takes, not the scan: checking the rules and the
+        # diagnosis follow, and a file read whole is parsed after its last byte is in. So the
+        # estimate is named for what it measures, and not shown once it would say 0 s.
+        left = (self.bytes_total - got) / rate if rate > 0 else 0.0
+        if left >= 1:
+            parts.append(f"reading ~{_duration(left)} left")
         return ("forensics: " + " · ".join(parts))[: max(10, self.width - 1)]
 
     def draw(self) -> None:

@@ -37,6 +37,11 @@ class StoreError(Exception):
     """A database or query the user named that can not be used (exit code 2)."""
 
 
+class QueryError(StoreError):
+    """The SQL failed: DuckDB's message, whose lines (the query with a caret under the error,
+    candidate names) are meant to be read as lines."""
+
+
 def _slices(frame: pl.DataFrame, target: pa.Schema, rows: int) -> Iterator[pa.Table]:
     frame = frame.select(target.names)
     for offset in range(0, frame.height, rows):
@@ -139,10 +144,44 @@ def _write_file(path: Path, frame: pl.DataFrame, target: pa.Schema, rows: int) -
         tmp.unlink(missing_ok=True)
 
 
+# A DuckDB database file starts with a checksum, then its magic bytes (storage format, every
+# version so far): anything else would be opened by duckdb.connect as something else or fail
+# with a message about read-only in-memory databases.
+_DUCKDB_MAGIC = (8, b"DUCK")
+
+
+def _is_duckdb(path: Path) -> bool:
+    offset, magic = _DUCKDB_MAGIC
+    try:
+        with path.open("rb") as f:
+            return f.read(offset + len(magic))[offset:] == magic
+    except OSError:
+        return True  # let connect say what is wrong with it
+
+
+def _looks_like(path: Path) -> str:
+    """What a file that is not a database seems to be, for the error naming it."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(512).lstrip()
+    except OSError:
+        return ""
+    if head[:1] in (b"{", b"["):
+        return " (it looks like JSON: a --json result is read by forensics diff, not query)"
+    if head.startswith(b"PAR1"):
+        return " (it looks like Parquet: DuckDB reads it with read_parquet in any SQL client)"
+    return ""
+
+
 def query(db: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run SQL read-only against a database written by --db: column names and rows."""
     if not db.is_file():
         raise StoreError(f"{db}: no such database (write one with forensics scan --db FILE)")
+    if not _is_duckdb(db):
+        raise StoreError(
+            f"{db}: not a DuckDB database{_looks_like(db)}; query reads the file that "
+            "`forensics scan --db FILE` writes"
+        )
     try:
         con = duckdb.connect(str(db), read_only=True)
     except duckdb.Error as exc:
@@ -153,6 +192,6 @@ def query(db: Path, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
             return [], []
         return list(relation.columns), relation.fetchall()
     except duckdb.Error as exc:
-        raise StoreError(f"query failed: {exc}") from None
+        raise QueryError(f"query failed: {exc}") from None
     finally:
         con.close()

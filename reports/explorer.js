@@ -89,7 +89,19 @@
       rewardCount[b] = (rewardCount[b] || 0) + 1;
     });
     var flagged = T.filter(function (t) { return t.nf > 0; }).length;
-    addOptions($("x-rule"), [["*", "any finding (" + flagged + ")"]].concat(D.rules.map(function (r, i) { return [r.id, r.id + " (" + (ruleCount[i] || 0) + ")"]; })));
+    // Rules with findings first, most first; the rest after them, in the pack's order.
+    addOptions($("x-rule"), [["*", "any finding (" + flagged + ")"]]);
+    var ranked = D.rules.map(function (r, i) { return i; }).sort(function (a, b) {
+      return (ruleCount[b] || 0) - (ruleCount[a] || 0) || a - b;
+    });
+    [["with findings", ranked.filter(function (i) { return ruleCount[i]; })],
+     ["no findings", ranked.filter(function (i) { return !ruleCount[i]; })]].forEach(function (g) {
+      if (!g[1].length) return;
+      var group = el("optgroup");
+      group.label = g[0];
+      addOptions(group, g[1].map(function (i) { return [D.rules[i].id, D.rules[i].id + " (" + (ruleCount[i] || 0) + ")"]; }));
+      $("x-rule").appendChild(group);
+    });
     addOptions($("x-cause"), D.causes.map(function (c, i) {
       return [c.id, c.rank + ". " + c.title + " (" + (causeCount[i] || 0) + ")"];
     }));
@@ -229,10 +241,8 @@
     head.appendChild(el("span", t.nf ? "nf bad" : "nf", plural(t.nf, "finding")));
     s.appendChild(head);
     var tags = el("div", "ttags");
-    var perRule = {};
-    if (t.rc) t.rules.forEach(function (r, i) { perRule[r] = t.rc[i]; });
-    else turnsOf(t).forEach(function (u) { (u.f || []).forEach(function (f) { perRule[f[0]] = (perRule[f[0]] || 0) + 1; }); });
-    t.rules.forEach(function (r) { tags.appendChild(chip(D.rules[r].id + " ×" + perRule[r], "rule sev-" + D.rules[r].severity)); });
+    // rc counts each rule's findings, the episode's own (no turn) with the turns'.
+    t.rules.forEach(function (r, i) { tags.appendChild(chip(D.rules[r].id + " ×" + t.rc[i], "rule sev-" + D.rules[r].severity)); });
     t.causes.forEach(function (c) { tags.appendChild(chip("cause " + D.causes[c].rank, "cause")); });
     tags.appendChild(el("span", "src", (D.paths[t.p] || "?") + (t.l ? ":" + t.l : "")));
     s.appendChild(tags);
@@ -243,6 +253,7 @@
         d.dataset.rendered = "1";
         var body = el("div", "turns");
         if (t.err) body.appendChild(el("div", "terr", "episode error: " + t.err));
+        if (t.ef) body.appendChild(findingList(t.ef, "tfind episode"));
         var wait = turnsReady ? null : body.appendChild(el("p", "note", "loading the turns…"));
         d.appendChild(body);
         afterTurns(function () {
@@ -314,6 +325,17 @@
     return pre;
   }
 
+  function findingList(marks, cls) {
+    var ul = el("ul", cls);
+    marks.forEach(function (f) {
+      var li = el("li", "sev-" + D.rules[f[0]].severity);
+      li.appendChild(el("code", null, D.rules[f[0]].id));
+      li.appendChild(document.createTextNode(" " + f[1]));
+      ul.appendChild(li);
+    });
+    return ul;
+  }
+
   function turn(t, u) {
     var box = el("div", "turn role-" + D.ra[u.a][0] + (u.f ? " flagged" : ""));
     box.id = "turn-" + t.k + "-" + u.i;
@@ -339,16 +361,7 @@
     link.href = "#turn-" + t.k + "-" + u.i;
     meta.appendChild(link);
     box.appendChild(meta);
-    if (u.f) {
-      var ul = el("ul", "tfind");
-      u.f.forEach(function (f) {
-        var li = el("li", "sev-" + D.rules[f[0]].severity);
-        li.appendChild(el("code", null, D.rules[f[0]].id));
-        li.appendChild(document.createTextNode(" " + f[1]));
-        ul.appendChild(li);
-      });
-      box.appendChild(ul);
-    }
+    if (u.f) box.appendChild(findingList(u.f, "tfind"));
     if (u.s !== undefined) {
       var sd = el("details", "sys");
       sd.appendChild(el("summary", null, "system prompt · " + fmt(u.sn) + " chars"));

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from forensics.commands.shared import fail
+from forensics.commands.shared import fail, fail_lines
 
 
 @click.command("query")
@@ -36,6 +36,8 @@ def command(sql: str, db_path: Path, fmt: str) -> None:
 
     try:
         columns, rows = store.query(db_path, sql)
+    except store.QueryError as exc:
+        fail_lines(str(exc))
     except store.StoreError as exc:
         fail(str(exc))
     if not columns:

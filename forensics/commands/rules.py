@@ -1,7 +1,9 @@
-"""`forensics rules`: the rule pack listed, one rule explained, the README table, a new rule."""
+"""`forensics rules`: the rule pack listed, one rule explained, the README table, a new rule
+and its fixtures run."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -47,7 +49,9 @@ def explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]) -> N
 
     rules = {r.id: r for r in load_rules((*ctx.obj["rules_dirs"], *rules_dirs))}
     if rule_id not in rules:
-        fail(f"unknown rule {rule_id!r}; known: {', '.join(rules)}")
+        from forensics.config import no_such_rule
+
+        fail(f"{rule_id}: {no_such_rule(rule_id, list(rules))}")
     r = rules[rule_id]
     status = ", status preview (runs, not yet measured on the accuracy corpus)" if r.preview else ""
     click.echo(
@@ -122,8 +126,51 @@ def new(rule_id: str, rules_dir: Path | None, fixtures_dir: Path | None) -> None
         click.echo(f"cause: {rule_id}, declared already")
     if made.catalogue is not None:
         click.echo(f"updated the rule table of {made.catalogue}")
-    click.echo(
-        "next: write the query, the cases and the cause's fix, then\n"
-        f"  pytest tests/check/test_rule_fixtures.py -k {rule_id} --update-snapshots\n"
-        "  forensics rules readme"
+    if made.builtin:
+        click.echo(
+            "next: write the query, the cases and the cause's fix, then\n"
+            f"  pytest tests/check/test_rule_fixtures.py -k {rule_id} --update-snapshots\n"
+            "  forensics rules readme"
+        )
+        return
+    rules_dir = made.rule.parent
+    fixtures = (
+        ""
+        if made.fixtures.parent == rules_dir / "fixtures"
+        else (f" --fixtures-dir {shlex.quote(str(made.fixtures.parent))}")
     )
+    click.echo(
+        "next: write the query, the cases and the cause's fix, then check the rule on its "
+        f"fixtures:\n  forensics rules test {shlex.quote(str(rules_dir))}{fixtures}\n"
+        f"and scan with it: forensics scan --rules {shlex.quote(str(rules_dir))} PATHS"
+    )
+
+
+@command.command("test")
+@click.argument("rules_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--fixtures-dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Directory of the fixture files (default: DIR/fixtures, or tests/rule_fixtures/ for "
+    "a checkout's rules/).",
+)
+def test(rules_dir: Path, fixtures_dir: Path | None) -> None:
+    """Run the rules of DIR on their fixtures: each must fire on exactly its `ruleid` turns,
+    on no `ok` turn, and find what its snapshot pins. Exit 1 when one does not."""
+    from forensics.check import engine
+    from forensics.tools import rule_fixtures, scaffold
+
+    fixtures_dir = fixtures_dir or scaffold.fixtures_for(rules_dir)
+    if not fixtures_dir.is_dir():
+        fail(f"{fixtures_dir}: no such directory (pass --fixtures-dir)")
+    try:
+        problems, cases = rule_fixtures.check_directory(rules_dir, fixtures_dir)
+    except engine.RuleError as exc:
+        fail(f"rule pack: {exc}")
+    except rule_fixtures.FixtureError as exc:
+        fail(str(exc))
+    for problem in problems:
+        click.echo(problem)
+    verdict = f"{len(problems)} failed" if problems else "all passed"
+    click.echo(f"{rules_dir}: {cases} fixture cases, {verdict}")
+    sys.exit(1 if problems else 0)

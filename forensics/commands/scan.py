@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
 import shutil
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,8 @@ from forensics.commands.shared import (
     rules_option,
     setting,
     settings,
+    settings_chosen_by,
+    shown,
     style,
     write,
 )
@@ -196,7 +197,7 @@ def _scanner(
 
 
 @click.command("scan")
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @click.option(
     "-o",
     "--output",
@@ -347,6 +348,12 @@ def _scanner(
 )
 @click.option("--explain-formats", is_flag=True, help="Print how each file was detected.")
 @click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Print the settings a scan would apply, each with where it came from (config file, "
+    "flag or default), and exit; PATHS are not needed.",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=1),
     help="Scan on N local processes, one shard of files each; the same outputs as one process.",
@@ -376,6 +383,7 @@ def command(
     exit_zero: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
+    show_settings: bool,
 ) -> None:
     """Scan logs and result files; print the diagnosis, write the report and outputs.
 
@@ -389,6 +397,11 @@ def command(
     --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
     is written, whatever was found. Flags win over [tool.forensics] settings.
     """
+    if show_settings:
+        _show_settings(rules_dirs, select, ignore)
+        return
+    if not paths:
+        raise click.MissingParameter(param_type="argument", param_hint="'PATHS...'")
     writing_baseline = outputs.files["baseline"] is not None  # not a gate run: exit 0
     if paths.count("-") > 1:
         fail("scan -: standard input can be read once")
@@ -418,6 +431,20 @@ def command(
         click.echo(document, nl=False)
     _print(report, judged, outputs, terminal, err)
     sys.exit(0 if writing_baseline else judged.verdict.exit_code)
+
+
+def _show_settings(
+    rules_dirs: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...]
+) -> None:
+    """--show-settings: what a scan with these flags would apply, and where each came from."""
+    from forensics import config
+
+    try:
+        chosen = _chosen_rules(settings(), rules_dirs, select, ignore)
+    except config.ConfigError as exc:
+        fail(str(exc))
+    lines = config.describe(chosen, settings_chosen_by())
+    click.echo("\n".join(shown(line) for line in lines))
 
 
 def _redirected() -> list[Path]:
@@ -471,6 +498,7 @@ def _judged(
         )
         if spool is not None:
             result = stdin.relabel(result, spool)
+        result.config = chosen.shown_source()
         policy = gate.Policy(
             fail_on=chosen.fail_on,
             max_rate=chosen.max_rate,
@@ -501,28 +529,13 @@ def _chosen_rules(
     select: tuple[str, ...],
     ignore: tuple[str, ...],
 ) -> config.Settings:
-    """The settings with --select/--ignore applied: every rule not selected, or ignored, off."""
+    """The settings with --select/--ignore applied and max-rate checked against the rules that
+    will run (config.choose), before anything is read."""
     from forensics import config
     from forensics.check import engine
 
-    if not select and not ignore:
-        return base
     known = [r.id for r in engine.load_rules(list(rules_dirs))]
-
-    def named(specs: tuple[str, ...], flag: str) -> set[str]:
-        ids: set[str] = set()
-        for part in (p.strip() for spec in specs for p in spec.split(",")):
-            if not part:
-                continue
-            hits = fnmatch.filter(known, part)
-            if not hits:
-                raise config.ConfigError(f"{flag} {part}: no such rule; known: {', '.join(known)}")
-            ids.update(hits)
-        return ids
-
-    chosen = named(select, "--select") if select else set(known)
-    off = set(base.disable) | (set(known) - chosen) | named(ignore, "--ignore")
-    return replace(base, disable=tuple(sorted(off)))
+    return config.choose(base, known, select, ignore)
 
 
 def _report(judged: Judged, *, page: bool, gated: bool) -> Report:

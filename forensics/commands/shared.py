@@ -36,6 +36,16 @@ def fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
+def fail_lines(message: str) -> NoReturn:
+    """fail(), for a message whose lines are meant as lines (DuckDB's SQL errors: the query,
+    a caret under the error): each shown apart, the later ones indented under the first."""
+    progress.interrupt()
+    first, *rest = [line for line in message.split("\n") if line.strip()]
+    lines = [f"forensics: error: {shown(first)}", *(f"  {shown(line)}" for line in rest)]
+    click.echo("\n".join(line.rstrip() for line in lines), err=True)
+    sys.exit(2)
+
+
 def shown(message: str) -> str:
     """An error message on stderr: a path in it may hold a secret or terminal escapes."""
     from forensics.redact import redact_text
@@ -117,6 +127,12 @@ def settings() -> config.Settings:
     flags = ctx.meta.get(_FLAGS, {})
     path, no_config = ctx.meta.get(_FILE, (None, False))
     return config.parse({}, None, flags) if no_config else config.load(path, flags=flags)
+
+
+def settings_chosen_by() -> str | None:
+    """How the config file was chosen: "--config", "--no-config", or None (the nearest)."""
+    path, no_config = click.get_current_context().meta.get(_FILE, (None, False))
+    return "--no-config" if no_config else "--config" if path is not None else None
 
 
 def setting(

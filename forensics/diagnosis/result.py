@@ -85,6 +85,9 @@ class ScanResult:
     rules: list[engine.Rule]
     not_checked: dict[str, dict[str, list[str]]]
     diagnosis: diagnose_mod.Diagnosis
+    # The config file whose [tool.forensics] the scan applied, relative to the working
+    # directory (Settings.shown_source); None when none was.
+    config: str | None = None
     _con: duckdb.DuckDBPyConnection | None = field(default=None, init=False, repr=False)
 
     def __repr__(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from forensics.ingest.parse import files, jsonwalk
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, excerpt, reject_trailing
+from forensics.wording import json_error
 
 
 @dataclass
@@ -44,7 +45,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:
-                reason = f"invalid JSON ({exc.msg} at column {exc.colno})"
+                reason = f"invalid JSON ({json_error(exc.msg, exc.colno)})"
                 collector.reject(name, number, reason, text, fmt)
                 continue
             except RecursionError:
@@ -63,7 +64,8 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
                 yield Record(line_of(start), f"$[{index}]", item, _locator(text, start, line_of))
         except jsonwalk.WalkError as exc:
             reason = (
-                f"array element {index + 1} not read: {exc.msg}; the elements before it are kept"
+                f"array element {index + 1} not read: {json_error(exc.msg)}; the elements before "
+                "it are kept"
             )
             collector.reject(name, line_of(exc.pos), reason, excerpt(text, exc.pos), fmt)
             return
@@ -78,7 +80,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
             value, end = jsonwalk.value(text, pos)
         except jsonwalk.WalkError as exc:
             where = "" if index == 0 else f"value {index + 1}: "
-            reason = f"{where}invalid JSON ({exc.msg})"
+            reason = f"{where}invalid JSON ({json_error(exc.msg)})"
             collector.reject(name, line_of(exc.pos), reason, excerpt(text, pos), fmt)
             return
         json_path = "$" if index == 0 and jsonwalk.trailing(text, end) is None else f"$<{index}>"

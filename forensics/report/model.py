@@ -15,6 +15,7 @@ from forensics.diagnosis import coverage
 from forensics.diagnosis.diagnose import GROUP_WORDS, SCORE_GROUPS, ParserCheck
 from forensics.diagnosis.facts import CHARS_PER_TOKEN
 from forensics.diagnosis.result import ScanResult, runs_frame, trajectories_frame
+from forensics.ingest.parse.files import EMPTY_DIRECTORY
 from forensics.report.types import (
     LENGTH_COLUMNS,
     Cause,
@@ -28,14 +29,6 @@ from forensics.report.types import (
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
 SCHEMA_VERSION = 2
-# Which count each number is: the model says so itself, for readers of --json.
-COUNTS = {
-    "findings": "rule hits: one per rule per turn (or per episode) it fired on",
-    "incidents": "turns (or episodes) a cause's rules fired on: several rules on one turn for "
-    "one cause are one incident",
-    "cause ranking": "trajectories touched x severity x confidence, then reward lost",
-    "max-rate": "share of trajectories with at least one finding of the rule",
-}
 EXCERPT_CHARS = 600
 # The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml):
 # its turns are drawn red in the output-length chart.
@@ -310,6 +303,12 @@ def _turn_limits(n_turns: int, n_flagged: int) -> tuple[int, int]:
     return plain, max(plain, flagged)
 
 
+def report_order(trajectory_ids: list[str], findings: dict[str, int]) -> list[str]:
+    """The trajectories in the order the report lists them: most findings first, then by id.
+    The report names each by its place, T1 the first (`forensics show T1` takes it)."""
+    return sorted(trajectory_ids, key=lambda tid: (-findings.get(tid, 0), tid))
+
+
 def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
     """Everything the explorer shows, compact: one entry per trajectory, turns inside.
 
@@ -335,14 +334,20 @@ def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
     variant_ix = {(v["variant"], v["agent_model"]): i for i, v in enumerate(variants)}
 
     marks: dict[tuple[str, int], list[list[Any]]] = {}
+    # Findings of the episode as a whole (no turn): a trajectory of 0 turns may have only these.
+    episode_marks: dict[str, list[list[Any]]] = {}
     counts: dict[str, int] = {}
-    rules_of: dict[str, set[int]] = {}
+    per_rule: dict[str, Counter[int]] = {}
     for tid, idx, rule, message in result.findings.select(
         "trajectory_id", "turn_index", "rule", "message"
     ).iter_rows():
-        marks.setdefault((tid, idx), []).append([rule_ix[rule], message])
+        mark = [rule_ix[rule], message]
+        if idx is None:
+            episode_marks.setdefault(tid, []).append(mark)
+        else:
+            marks.setdefault((tid, idx), []).append(mark)
         counts[tid] = counts.get(tid, 0) + 1
-        rules_of.setdefault(tid, set()).add(rule_ix[rule])
+        per_rule.setdefault(tid, Counter())[rule_ix[rule]] += 1
 
     paths: dict[str, int] = {}
     strings: dict[str, int] = {}
@@ -399,9 +404,15 @@ def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
             row["f"] = f
         by_traj.setdefault(u["trajectory_id"], []).append(row)
 
+    place = {
+        tid: k
+        for k, tid in enumerate(
+            report_order(result.trajectories["trajectory_id"].to_list(), counts)
+        )
+    }
     trajs = result.trajectories.with_columns(
-        pl.col("trajectory_id").replace_strict(counts, default=0, return_dtype=pl.Int64).alias("_n")
-    ).sort(["_n", "trajectory_id"], descending=[True, False])
+        pl.col("trajectory_id").replace_strict(place, return_dtype=pl.Int64).alias("_k")
+    ).sort("_k")
     out = []
     for k, t in enumerate(trajs.iter_rows(named=True), 1):
         tid = t["trajectory_id"]
@@ -427,11 +438,14 @@ def explorer(result: ScanResult, model: Report) -> dict[str, Any]:
                 "p": where,
                 "l": t["source_line"],
                 "nf": counts.get(tid, 0),
-                "rules": sorted(rules_of.get(tid, ())),
+                "rules": sorted(per_rule.get(tid, ())),
+                # findings per rule, in the order of `rules`: turn and episode findings alike
+                "rc": [n for _, n in sorted(per_rule.get(tid, Counter()).items())],
                 "causes": cause_of.get(tid, []),
                 "vi": variant_ix.get(_group_of(t["variant"], t["agent_model"], t["run_id"])),
                 "turns": by_traj.get(tid, []),
             }
+            | ({"ef": episode_marks[tid]} if tid in episode_marks else {})
         )
     return {
         "rules": rules,
@@ -594,7 +608,9 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         .agg(pl.col("reward").mean().alias("mean_reward"), pl.len().alias("trajectories"))
         .sort(["variant", "agent_model"])
     )
-    formats = Counter(f.format or "rejected" for f in result.files)
+    # An empty directory named as an input is listed with the files (and gated) but is no file.
+    read = [f for f in result.files if f.reason != EMPTY_DIRECTORY]
+    formats = Counter(f.format or "rejected" for f in read)
     checked_files = sorted(result.turns["source_path"].drop_nulls().unique().to_list())
     not_checked = [
         {"path": path, "rule": rule, "missing": missing}
@@ -617,15 +633,15 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
         }
     model: Report = {
         "schema_version": SCHEMA_VERSION,
+        "config": result.config,
         "summary": {
-            "files": len(result.files),
+            "files": len(read),
             "skipped": len(result.skipped),
             "files_by_format": dict(sorted(formats.items())),
             "trajectories": trajectories.height,
             "turns": result.turns.height,
             "findings": len(findings),
             "incidents": sum(c.incidents for c in result.diagnosis.causes),
-            "counts": COUNTS,
             "rejects": len(rejects),
             # a mean of floats, None only when there are none
             "mean_reward": round(cast(float, rewards.mean()), 4) if rewards.len() else None,

@@ -71,7 +71,6 @@ class Summary(TypedDict):
     turns: int
     findings: int
     incidents: int
-    counts: dict[str, str]
     rejects: int
     mean_reward: float | None
     findings_by_rule: dict[str, int]
@@ -159,6 +158,8 @@ class Coverage(TypedDict):
 
 class Report(TypedDict):
     schema_version: int
+    # The config file applied ([tool.forensics]), relative to the working directory; or None.
+    config: str | None
     summary: Summary
     primary: dict[str, Any] | None
     verdict: str

@@ -201,8 +201,8 @@ def compare(a: Model, b: Model, only_common: bool = False) -> dict[str, Any]:
             row["not_rerun"] = True  # B holds no episode of this task: its "—" is not a 0
         by_task.append(row)
     return {
-        "a": {"trajectories": a["summary"]["trajectories"], "findings": len(a["findings"])},
-        "b": {"trajectories": b["summary"]["trajectories"], "findings": len(b["findings"])},
+        "a": _side(a),
+        "b": _side(b),
         "has_rewards": "trajectories" in a and "trajectories" in b,
         "only_common": only_common,
         # None when a side is a JSON result without its trajectories (episodes unknown)
@@ -228,6 +228,18 @@ def compare(a: Model, b: Model, only_common: bool = False) -> dict[str, Any]:
     }
 
 
+def _side(model: Model) -> dict[str, Any]:
+    """A side's totals, its rejected records with them: what a side could not read is in
+    neither comparison, and a diff that hid it would read as a clean rerun."""
+    rejects = model.get("rejects") or []
+    return {
+        "trajectories": model["summary"]["trajectories"],
+        "findings": len(model["findings"]),
+        "rejects": len(rejects),
+        "rejected_files": sorted({r["path"] for r in rejects}),
+    }
+
+
 def render_json(d: dict[str, Any]) -> str:
     """The comparison as `diff --json` writes it (indented; non-finite rewards as NaN)."""
     return jsonout.dumps(d, allow_nan=True) + "\n"
@@ -244,6 +256,16 @@ def render_text(d: dict[str, Any], a_name: str, b_name: str, limit: int = 20) ->
         f"{d['a']['findings']} findings) -> B = {b_name} ({d['b']['trajectories']} trajectories, "
         f"{d['b']['findings']} findings)",
     ]
+    if d["a"]["rejects"] or d["b"]["rejects"]:
+        said = []
+        for k in ("a", "b"):
+            n, files = d[k]["rejects"], d[k]["rejected_files"]
+            where = f" ({', '.join(files[:3])}{' …' if len(files) > 3 else ''})" if n else ""
+            said.append(f"{n} in {k.upper()}{where}")
+        lines.append(
+            f"rejected records: {', '.join(said)}: what they hold is compared on neither side "
+            "(forensics scan lists each with its reason)"
+        )
     e = d["episodes"]
     if e is None:
         lines.append(

@@ -8,7 +8,9 @@ of the built-in pack, the catalogue (docs/rules.md). Everything works as written
 reports long assistant turns that carry its own marker, so it fires on its fixtures and on no
 real log, and the whole suite passes before the first edit and keeps passing edit by edit. No
 file is ever overwritten. Without --dir the rule goes into the checkout the working directory is
-in, else into the one forensics runs from, whatever the working directory.
+in, else into the one forensics runs from, else (an installed forensics, run in a project of
+one's own) into rules/ of the working directory, with its fixtures in rules/fixtures/; the
+folders are made. `forensics rules test DIR` then runs the fixtures of a directory of one's own.
 """
 
 from __future__ import annotations
@@ -133,6 +135,9 @@ class Scaffold:
     cause: Path | None
     # The document whose rule catalogue was regenerated, if the pack has one.
     catalogue: Path | None
+    # Whether the rule went into the built-in pack (whose fixtures pytest runs) or a directory
+    # of one's own (`forensics rules test DIR` runs those).
+    builtin: bool = False
 
 
 def checkout_dirs(start: Path | None = None) -> tuple[Path, Path] | None:
@@ -147,24 +152,29 @@ def checkout_dirs(start: Path | None = None) -> tuple[Path, Path] | None:
     return None
 
 
+# Where `rules new` puts a rule outside any checkout: a rule directory of the project's own.
+OWN_RULES = Path("rules")
+
+
 def targets(rules_dir: Path | None, fixtures_dir: Path | None) -> tuple[Path, Path]:
     """Where the files go: the given directories; without --dir the rule pack and fixtures of
-    the checkout (checkout_dirs); with --dir alone, DIR/fixtures (made when written) unless DIR
-    is a checkout's rules/."""
+    the checkout (checkout_dirs), else rules/ of the working directory; with a rule directory
+    of one's own, DIR/fixtures unless --fixtures-dir names another. Folders are made as the
+    files are written."""
     if rules_dir is None:
         found = checkout_dirs()
-        if found is None:
-            raise ScaffoldError("no checkout to add the rule to here: pass --dir")
-        rules_dir = found[0]
-    if not rules_dir.is_dir():
-        raise ScaffoldError(f"{rules_dir}: no such directory (pass --dir)")
-    if fixtures_dir is None:
-        found = checkout_dirs(rules_dir)
-        in_pack = found is not None and found[0] == rules_dir.resolve()
-        return rules_dir, found[1] if found and in_pack else rules_dir / "fixtures"
-    if not fixtures_dir.is_dir():
-        raise ScaffoldError(f"{fixtures_dir}: no such directory (pass --fixtures-dir)")
-    return rules_dir, fixtures_dir
+        rules_dir = found[0] if found is not None else OWN_RULES
+    if rules_dir.exists() and not rules_dir.is_dir():
+        raise ScaffoldError(f"{rules_dir}: not a directory")
+    return rules_dir, fixtures_dir or fixtures_for(rules_dir)
+
+
+def fixtures_for(rules_dir: Path) -> Path:
+    """The fixtures of a rule directory: a checkout's tests/rule_fixtures/ for its rules/, else
+    DIR/fixtures."""
+    found = checkout_dirs(rules_dir) if rules_dir.is_dir() else None
+    in_pack = found is not None and found[0] == rules_dir.resolve()
+    return found[1] if found and in_pack else rules_dir / "fixtures"
 
 
 def fixtures(rule_id: str) -> str:
@@ -213,7 +223,7 @@ def new_rule(
     if not ID.fullmatch(rule_id):
         raise ScaffoldError(f"{rule_id!r}: a rule id is lower-case words joined by '-'")
     rules_dir, fixtures_dir = targets(rules_dir, fixtures_dir)
-    own_cause = not _existing_cause(rule_id, rules_dir)
+    own_cause = not (rules_dir.is_dir() and _existing_cause(rule_id, rules_dir))
     cause_file = rules_dir / causes.CAUSES_DIR / f"{rule_id}.toml"
     files: dict[Path, str] = {
         rules_dir / f"{rule_id}.toml": RULE_TEMPLATE.format(id=rule_id),
@@ -228,7 +238,7 @@ def new_rule(
     undo: list[Callable[[], object]] = []
     try:
         for path, text in files.items():
-            path.parent.mkdir(exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             # "x": a file that appeared since the check above is still not overwritten.
             with path.open("x", encoding="utf-8") as f:
                 undo.append(partial(path.unlink, missing_ok=True))
@@ -243,7 +253,9 @@ def new_rule(
             step()
         raise ScaffoldError(str(exc)) from None
     paths = list(files)
-    return Scaffold(paths[0], paths[1], paths[2], cause_file if own_cause else None, document)
+    builtin = rules_dir.resolve() == engine.default_rules_dir().resolve()
+    cause = cause_file if own_cause else None
+    return Scaffold(paths[0], paths[1], paths[2], cause, document, builtin)
 
 
 def _catalogue(rules_dir: Path, undo: list[Callable[[], object]]) -> Path | None:

@@ -9,12 +9,14 @@ trial, `TASK:TRIAL`) has it. This module decides which episode and lays it out a
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from forensics.report.model import TURN_VIEW
+from forensics.report.model import TURN_VIEW, report_order
 
 TURN_COLUMNS = TURN_VIEW
 EPISODE_COLUMNS = [
@@ -39,11 +41,15 @@ class ShowError(Exception):
     """The episode can not be found or named unambiguously; the message says what exists."""
 
 
-def resolve(trajectories: pl.DataFrame, key: str) -> str:
-    """The trajectory id KEY names: an id, a unique id prefix, a task id or TASK:TRIAL."""
+def resolve(trajectories: pl.DataFrame, key: str, findings: pl.DataFrame | None = None) -> str:
+    """The trajectory id KEY names: an id, the report's label of one (T1: the first in the
+    report's order, which findings give), a unique id prefix, a task id or TASK:TRIAL."""
     ids = trajectories["trajectory_id"].to_list()
     if key in ids:
         return key
+    order = report_order(ids, _counts(findings))
+    if (label := re.fullmatch(r"[Tt](\d+)", key)) and 1 <= int(label[1]) <= len(order):
+        return order[int(label[1]) - 1]
     by_prefix = [i for i in ids if i.startswith(key)]
     if len(by_prefix) == 1:
         return by_prefix[0]
@@ -60,11 +66,22 @@ def resolve(trajectories: pl.DataFrame, key: str) -> str:
         shown = ", ".join(candidates[:MAX_CANDIDATES])
         more = f" and {len(candidates) - MAX_CANDIDATES} more" if len(candidates) > 10 else ""
         raise ShowError(f"{key!r} names {len(candidates)} trajectories: {shown}{more}")
+    labels = {tid: f"T{k}" for k, tid in enumerate(order, 1)}
+    close = difflib.get_close_matches(key, ids, n=MAX_CANDIDATES, cutoff=0.5)
+    listed = close or order[:MAX_CANDIDATES]
+    shown = ", ".join(f"{labels[i]} {i}" for i in listed)
+    which = "the closest" if close else "the first" if len(ids) > len(listed) else "they are"
     raise ShowError(
-        f"no trajectory {key!r} among {len(ids):,} (give an id, a unique prefix of one, a task "
-        "id or TASK:TRIAL; `forensics query 'select trajectory_id, task_id, trial from "
-        "trajectories' --db FILE` lists them)"
+        f"no trajectory {key!r} among {len(ids):,}; {which}: {shown} (give an id, its T label "
+        "in the report, a unique prefix of an id, a task id or TASK:TRIAL)"
     )
+
+
+def _counts(findings: pl.DataFrame | None) -> dict[str, int]:
+    if findings is None or findings.is_empty():
+        return {}
+    counted = findings.group_by("trajectory_id").len()
+    return dict(zip(counted["trajectory_id"].to_list(), counted["len"].to_list(), strict=True))
 
 
 def episode(row: dict[str, Any], turns: pl.DataFrame, findings: pl.DataFrame) -> dict[str, Any]:
@@ -95,7 +112,7 @@ def episode(row: dict[str, Any], turns: pl.DataFrame, findings: pl.DataFrame) ->
 
 def from_scan(result: Any, key: str) -> dict[str, Any]:
     """The episode KEY names in a scan's result (forensics.scan(...))."""
-    tid = resolve(result.trajectories, key)
+    tid = resolve(result.trajectories, key, result.findings.select("trajectory_id"))
     row = result.trajectories.filter(pl.col("trajectory_id") == tid).row(0, named=True)
     turns = result.turns.filter(pl.col("trajectory_id") == tid).select(TURN_COLUMNS)
     found = result.findings.filter(pl.col("trajectory_id") == tid).select(FINDING_COLUMNS)
@@ -114,7 +131,7 @@ def from_db(path: Path, key: str) -> dict[str, Any]:
         raise ShowError(f"{path}: {exc}") from None
     try:
         trajectories = con.sql(f"select {', '.join(EPISODE_COLUMNS)} from trajectories").pl()
-        tid = resolve(trajectories, key)
+        tid = resolve(trajectories, key, con.sql("select trajectory_id from findings").pl())
         row = trajectories.filter(pl.col("trajectory_id") == tid).row(0, named=True)
         turns = _frame(con, TURN_COLUMNS, "turns", tid)
         found = _frame(con, FINDING_COLUMNS, "findings", tid)

@@ -20,7 +20,6 @@ from typing import Any
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from test_rule_fixtures import load_cases, problems, run_cases, snapshot, snapshot_diff, verdict
 
 import forensics
 from forensics import config, content, schema
@@ -29,6 +28,14 @@ from forensics.cli import cli
 from forensics.diagnosis import causes, diagnose
 from forensics.tools import accuracy, scaffold
 from forensics.tools import rule_catalogue as catalogue
+from forensics.tools.rule_fixtures import (
+    load_cases,
+    problems,
+    run_cases,
+    snapshot,
+    snapshot_diff,
+    verdict,
+)
 
 from conftest import ROOT, SAMPLES
 from episodes import tables as episode_tables
@@ -155,8 +162,45 @@ def test_rules_new_scaffolds_a_working_preview_rule_and_refuses_to_overwrite(tmp
     for bad in ("Long_Turn", "9-lives", "a--b"):
         res = run("rules", "new", bad, "--dir", str(rules), "--fixtures-dir", str(fixtures))
         assert res.exit_code == 2 and "rule id" in res.output
-    res = run("rules", "new", "x", "--dir", str(tmp_path / "nope"), "--fixtures-dir", ".")
-    assert res.exit_code == 2 and "--dir" in res.output
+    (tmp_path / "a-file").write_text("")
+    res = run("rules", "new", "x", "--dir", str(tmp_path / "a-file"))
+    assert res.exit_code == 2 and "a-file' is a file" in res.output
+
+
+def test_rules_new_outside_any_checkout_makes_its_folders_and_rules_test_runs_them(
+    tmp_path, monkeypatch
+):
+    """An installed forensics in a project of one's own: `rules new` writes rules/ and
+    rules/fixtures/ there, and the command it prints checks the rule on its fixtures."""
+    # As installed: the rule pack ships inside the package, with no tests/ beside it.
+    installed = tmp_path / "site-packages"
+    installed.mkdir()
+    (installed / "rules").symlink_to(PACK)
+    monkeypatch.setattr(content, "CHECKOUT", installed)
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    res = run("rules", "new", "long-turn")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.relative_to(project).as_posix() for p in project.rglob("*.*")) == [
+        "rules/causes/long-turn.toml",
+        "rules/fixtures/long-turn.jsonl",
+        "rules/fixtures/long-turn.snap.json",
+        "rules/long-turn.toml",
+    ]
+    assert "\n  forensics rules test rules\n" in res.output
+    assert "pytest" not in res.output  # no test suite here to run
+    res = run("rules", "test", "rules")
+    assert (res.exit_code, res.output) == (0, "rules: 2 fixture cases, all passed\n")
+    # A rule that stops firing where its case says it must fails, saying where and why.
+    fixtures = project / "rules" / "fixtures" / "long-turn.jsonl"
+    text = fixtures.read_text()
+    fixtures.write_text(text.replace(scaffold.POSITIVE.format(id="long-turn"), "short"))
+    res = run("rules", "test", "rules")
+    assert res.exit_code == 1
+    assert "long-turn on " in res.output and "did not fire on ruleid turns [1]" in res.output
+    assert "long-turn: findings differ from rules/fixtures/long-turn.snap.json" in res.output
+    assert res.output.endswith("rules: 2 fixture cases, 2 failed\n")  # the case and its snapshot
 
 
 def test_rules_new_points_at_a_cause_that_exists(tmp_path):
@@ -629,7 +673,7 @@ def test_config_params_override_and_are_validated_strictly(tmp_path):
     assert loop.params["min_similarity"].value == 0.6
     assert "prev_same_actor_similarity >= 0.6\n" in loop.query
     for table, error in (
-        ({"nope": {"x": 1}}, "params: unknown rule(s) nope"),
+        ({"nope": {"x": 1}}, "config: params nope: no such rule"),
         ({"think-loop": {"min_similarty": 0.6}}, "unknown parameter 'min_similarty'"),
         ({"think-loop": {"min_similarity": "0.6"}}, "min_similarity must be a number"),
         ({"think-loop": {"min_chain_turns": 3.5}}, "min_chain_turns must be an integer"),

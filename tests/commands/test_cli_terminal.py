@@ -132,11 +132,16 @@ def test_select_and_ignore_choose_the_rules():
     assert doc["summary"]["findings"] == 0  # --ignore wins
 
 
-def test_an_unknown_rule_is_a_usage_error_naming_the_known_ones():
+def test_an_unknown_rule_is_a_usage_error_naming_the_nearest_ones():
     res = run("scan", OUTPUT2, "--no-report", "--select", "unclosed-thnik")
     assert res.exit_code == 2
-    assert "--select unclosed-thnik: no such rule; known: " in res.stderr
-    assert "unclosed-think" in res.stderr
+    assert res.stderr == (
+        "forensics: error: --select unclosed-thnik: no such rule; did you mean unclosed-think?\n"
+    )  # the nearest id, not the whole pack
+    res = run("scan", OUTPUT2, "--no-report", "--ignore", "zzz")
+    assert res.stderr == (
+        "forensics: error: --ignore zzz: no such rule; `forensics rules` lists them all\n"
+    )
 
 
 def test_quiet_prints_nothing_and_the_exit_code_tells():
@@ -277,7 +282,7 @@ def test_progress_only_on_a_terminal_outside_ci_and_not_quiet():
     assert not progress.wanted(io.StringIO(), quiet=False, env={})
 
 
-def test_progress_line_counts_files_bytes_turns_rate_and_eta():
+def test_progress_line_counts_files_bytes_turns_rate_and_reading_left():
     now = [100.0]
     meter = progress.Meter(io.StringIO(), width=120, clock=lambda: now[0])
     meter.files_total, meter.bytes_total = 4, 400_000_000
@@ -286,8 +291,17 @@ def test_progress_line_counts_files_bytes_turns_rate_and_eta():
     meter.turns = lambda: 12_345
     now[0] = 110.0
     assert meter.line() == (
-        "forensics: file 2/4 · 100/400 MB · 12,345 turns · 10.0 MB/s · ETA 30 s"
+        "forensics: file 2/4 · 100/400 MB · 12,345 turns · 10.0 MB/s · reading ~30 s left"
     )
+    # The last bytes are in (a file read whole is still being parsed): no "0 s left" is
+    # claimed for a scan whose rules have yet to run.
+    meter.file(200_000_000)
+    meter.offset = 199_999_000
+    now[0] = 140.0
+    assert meter.line() == "forensics: file 3/4 · 400/400 MB · 12,345 turns · 10.0 MB/s"
+    # The stages after reading keep the count of turns read.
+    meter.stage_name = "checking rules"
+    assert meter.line() == "forensics: checking rules · 12,345 turns read … 40 s"
     progress_stage = progress.Meter(io.StringIO(), clock=lambda: 5.0)
     progress_stage.started = 0.0
     progress_stage.stage_name = "checking rules"

@@ -56,7 +56,11 @@ def test_rules_on_one_turn_for_one_cause_are_one_incident():
     assert budget["incident_rules"] == [
         {"rules": ["max-tokens", "thinking-budget-exhausted", "unclosed-think"], "incidents": 1}
     ]
-    assert set(model["summary"]["counts"]) == {"findings", "incidents", "cause ranking", "max-rate"}
+    # The summary holds counts, numbers only: what each counts is said in docs/causes.md.
+    assert "counts" not in model["summary"]
+    assert all(
+        isinstance(v, int) for k, v in model["summary"].items() if k in ("findings", "incidents")
+    )
     assert "(1 incident from 3 rule hits)" in model["verdict"]
     truncated = forensics.scan(str(SAMPLES / "output2.txt")).diagnosis
     assert "(20 incidents from 26 rule hits)" in truncated.verdict  # think-loop, no-action too

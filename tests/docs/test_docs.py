@@ -7,14 +7,21 @@ The documents follow these conventions, which this module enforces:
 - `sh` blocks hold commands, one per line (`\\` continues a line, a `#` starts a comment; in a
   block that also shows output, `$ ` marks the commands). They run in order, one workspace per
   document (a temporary directory holding a copy of `sample_logs/`, `results/` with the sample
-  log, results files and capture, `rerun/` with the checkpoint cut after two tasks, `docs/`, and
-  the empty `rules/` and `tests/rule_fixtures/` of a checkout), so a file one command writes is
-  there for the next. A plain `forensics …` runs in this process through the entry point;
-  a command with a pipe or a redirection runs in bash with `forensics` on PATH.
+  log, results files and capture, `rerun/` with the checkpoint cut after two tasks, `docs/`,
+  `tests/data/`, and the empty `rules/` and `tests/rule_fixtures/` of a checkout), so a file one
+  command writes is there for the next. A plain `forensics …` runs in this process through the
+  entry point; a command with a pipe or a redirection runs in bash with `forensics` on PATH.
 - `<!-- exit: CODES -->` before an `sh` block gives the exit code of its commands: one code for
   all, or one per command. Without it every command must exit 0.
-- `<!-- output of: COMMAND -->` before a `text` block: every line of the block but `…` and blank
-  lines is a line of that command's output, in this order.
+- `<!-- output of: COMMAND -->` before a `text` block: the block is that command's output (its
+  stdout, then its stderr), line for line. A line holding only `…` stands for lines left out;
+  between two of them the lines shown follow each other in the output as they do in the block,
+  and a block that neither starts nor ends with `…` is the whole output. Before comparing, the
+  workspace's path and timings (`1.2 s`) are normalised on both sides.
+- Every `text` block is the output of a command, or says why not (`not run`: a diagram, the
+  output of a benchmark that runs for minutes).
+- In a `python` block, a line that is an expression followed by a comment that looks like its
+  repr (`result  # Scan(files=1, …)`) must give that repr.
 - `sql` blocks run on the tables of a scan of `sample_logs/`; `python` blocks run in order, in
   one namespace per document, from its workspace; `toml` and `yaml` blocks must parse.
 - `<!-- not run: REASON -->` before a block: it is not run; each one is reported as a skipped
@@ -142,6 +149,8 @@ def make_workspace(root: Path) -> Path:
     shutil.copy(SAMPLES / "tau_bench_results_truncated.json", root / "rerun")
     (root / "rules").mkdir()
     (root / "tests" / "rule_fixtures").mkdir(parents=True)
+    # The test data the documents name (read only, so not copied).
+    (root / "tests" / "data").symlink_to(ROOT / "tests" / "data")
     # `forensics` for commands that run in bash: this interpreter, this checkout.
     bin_dir = root.parent / f"{root.name}-bin"
     bin_dir.mkdir()
@@ -229,24 +238,96 @@ def _run_sh(block: Block, run: Runner) -> list[str]:
     return problems
 
 
+TIMING = re.compile(r"\b\d+(?:\.\d+)? ?(?:ms|s)\b")
+
+
+def normalised(text: str, workspace: Path) -> list[str]:
+    """Lines as compared: trailing blanks dropped, the workspace's path and timings replaced."""
+    text = text.replace(f"{workspace}{os.sep}", "").replace(str(workspace), ".")
+    return [TIMING.sub("<time>", line.rstrip()) for line in text.splitlines()]
+
+
+def segments(lines: list[str]) -> list[list[str]]:
+    """The runs of lines between `…` lines (the lines left out)."""
+    out: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip() == "…":
+            out.append([])
+        else:
+            out[-1].append(line)
+    return out
+
+
+def _find(actual: list[str], run: list[str], start: int) -> int:
+    """Where `run` first sits in actual at or after start, line after line; -1 if nowhere."""
+    for at in range(start, len(actual) - len(run) + 1):
+        if actual[at : at + len(run)] == run:
+            return at
+    return -1
+
+
+def output_drift(shown: list[str], actual: list[str]) -> str | None:
+    """None when the block is the output (with `…` for lines left out), else what differs."""
+    parts = segments(shown)
+    # Blank lines at a `…` are layout; inside a run they must be in the output too.
+    parts = [_trimmed(p) for p in parts]
+    at = 0
+    for i, part in enumerate(parts):
+        if not part:
+            continue
+        first, last = i == 0, i == len(parts) - 1
+        found = _find(actual, part, at)
+        if found < 0 or (first and found != 0):
+            near = _find(actual, part[:1], at)
+            where = f"from its line {near + 1}" if near >= 0 else "nowhere"
+            return (
+                "these lines do not follow each other in the output as shown "
+                f"({'the block starts the output; ' if first else ''}first line found {where}):\n"
+                + "\n".join(part)
+            )
+        at = found + len(part)
+        if last and at != len(actual):
+            return "the output goes on after the last line shown (end the block with …):\n"
+            f"{actual[at]}"
+    return None
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
 def _check_output(block: Block, run: Runner) -> list[str]:
     command = block.directives["output of"]
     ran = run.done.get(command) or run(command)
     if ran.code not in (0, 1):
         return [f"{block.where}: {command!r} exited {ran.code}\n{ran.err[-2000:]}"]
-    actual = [line.rstrip() for line in (ran.out + ran.err).splitlines()]
-    at = 0
-    for line in block.text.splitlines():
-        if not line.strip() or line.strip() == "…":
-            continue
-        try:
-            at = actual.index(line.rstrip(), at) + 1
-        except ValueError:
-            return [
-                f"{block.where}: not in the output of {command!r} (or out of order):\n{line}\n"
-                f"--- the output:\n{ran.out}{ran.err}"
-            ]
-    return []
+    actual = normalised(ran.out + ran.err, run.workspace)
+    drift = output_drift(normalised(block.text, run.workspace), actual)
+    if drift is None:
+        return []
+    return [
+        f"{block.where}: the output of {command!r} drifted from the block: {drift}\n"
+        f"--- the output:\n" + "\n".join(actual)
+    ]
+
+
+# `EXPR  # Repr(…)`: an expression whose comment shows what it gives.
+SHOWN_REPR = re.compile(r"^(?P<expr>[A-Za-z_][\w.]*)\s+#\s+(?P<repr>[A-Z]\w*\(.*\))\s*$")
+
+
+def checked_python(text: str) -> str:
+    """The block with each `EXPR  # Repr(...)` line made an assertion that it gives that repr."""
+    return "\n".join(
+        f"assert repr({m['expr']}) == {m['repr']!r}, repr({m['expr']})"
+        if (m := SHOWN_REPR.match(line))
+        else line
+        for line in text.splitlines()
+    )
 
 
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: str(d.relative_to(ROOT)))
@@ -271,7 +352,7 @@ def test_document_runs(doc, tmp_path, monkeypatch, capsys, sample_scan):
                 problems.append(f"{block.where}: the query fails: {exc}")
         elif block.lang == "python":
             try:
-                exec(compile(block.text, block.where, "exec"), scope)
+                exec(compile(checked_python(block.text), block.where, "exec"), scope)
             except Exception as exc:
                 problems.append(f"{block.where}: {type(exc).__name__}: {exc}")
         elif block.lang == "toml":
@@ -301,6 +382,32 @@ def test_every_block_names_a_known_language():
     bad = [f"{b.where}: {b.lang or '(none)'}" for b in ALL_BLOCKS if b.lang not in LANGUAGES]
     assert not bad, (
         "fenced blocks need one of " + ", ".join(sorted(LANGUAGES)) + ":\n" + ("\n".join(bad))
+    )
+
+
+def test_every_text_block_is_checked_output_or_says_why_not():
+    unchecked = [
+        b.where
+        for b in ALL_BLOCKS
+        if b.lang == "text" and not ({"output of", "not run"} & set(b.directives))
+    ]
+    assert not unchecked, (
+        "a text block shows a command's output (<!-- output of: COMMAND -->, checked) or says "
+        "why it is not run:\n" + "\n".join(unchecked)
+    )
+
+
+def test_output_blocks_are_compared_line_by_line():
+    out = ["head", "a", "b", "", "c", "tail"]
+    assert output_drift(["head", "…", "b", "", "c", "…"], out) is None
+    assert output_drift(["…", "tail"], out) is None
+    assert output_drift(out, out) is None
+    assert "do not follow" in output_drift(["head", "…", "a", "c", "…"], out)  # b left out
+    assert "starts the output" in output_drift(["a", "…"], out)
+    assert "goes on" in output_drift(["head", "…", "c"], out)
+    assert normalised("took 1.25 s in /w/x/y", Path("/w/x")) == ["took <time> in y"]
+    assert checked_python("r  # Scan(files=1)\nx = 1") == (
+        "assert repr(r) == 'Scan(files=1)', repr(r)\nx = 1"
     )
 
 
@@ -402,6 +509,23 @@ def test_readme_accuracy_summary_adds_up_the_table():
         f"Over the {len(rows)} measured rules: {labelled} labelled findings, {tp} found, "
         f"{fp} false positives, {fn} miss" in summary
     )
+
+
+def test_pytest_q_still_prints_the_summary_line():
+    """README's `pytest` takes its options from pyproject: a -q there makes `pytest -q` -qq,
+    which prints no summary line (and CI reads the closing line)."""
+    import shlex
+
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    addopts = shlex.split(options["tool"]["pytest"]["ini_options"]["addopts"])
+    assert not [o for o in addopts if re.fullmatch(r"-q+|--quiet", o)], addopts
+
+
+def test_set_up_says_what_chromium_is_for():
+    setup = (ROOT / "README.md").read_text(encoding="utf-8").split("## Set up")[1]
+    setup = " ".join(setup.split("\n## ")[0].split())
+    assert "headless Chromium" in setup and "apt-get install chromium" in setup
+    assert "skip, each saying what to install" in setup
 
 
 def test_rule_counts_in_prose_match_the_pack():

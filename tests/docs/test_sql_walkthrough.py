@@ -72,6 +72,16 @@ def test_query_gives_the_table_in_the_docs(walkthrough_scan, title, sql, expecte
     assert got == expected, title
 
 
+def test_a_view_the_walkthrough_spells_out_is_that_query(walkthrough_scan):
+    """ "(the `rule_pairs` view is this query)": the same columns, the same rows."""
+    claims = re.findall(r"the `(\w+)`\s+view is this query", DOC)
+    assert claims == ["rule_pairs"]
+    (_, sql, _) = next(e for e in EXAMPLES if "co-occurrence" in e[0])
+    query, view = walkthrough_scan.sql(sql), walkthrough_scan.sql("select * from rule_pairs")
+    assert query.columns == view.columns
+    assert query.fetchall() == view.fetchall()
+
+
 def test_the_python_snippet_runs(walkthrough_scan, output2_scan, monkeypatch):
     code = re.search(r"```python\n(.*?)```", _walkthrough(), flags=re.S).group(1)
     monkeypatch.chdir(ROOT)

@@ -346,7 +346,7 @@ def test_litellm_logs(scans):
     assert reasons == {
         2: "LiteLLM log without messages or response (store_prompts_in_spend_logs is off): "
         "nothing to analyse",
-        4: "LiteLLM log of a aembedding call: not a chat call",
+        4: "LiteLLM log of an aembedding call: not a chat call",
     }
 
 

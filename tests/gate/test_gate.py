@@ -82,7 +82,7 @@ def test_bad_max_rate_is_a_usage_error(value, message):
 def test_max_rate_for_an_unknown_rule_is_a_usage_error():
     res = scan(OUTPUT2, "--max-rate", "no-such-rule=0.1")
     assert res.exit_code == 2
-    assert "max-rate: unknown or disabled rule(s) no-such-rule" in res.output
+    assert "--max-rate no-such-rule: no such rule" in res.output
 
 
 def test_json_carries_the_gate(tmp_path):
@@ -283,11 +283,11 @@ def test_everything_ignored_is_an_input_error(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ('fail_on = "high"\n', "unknown key(s) fail_on"),
+        ('fail_on = "high"\n', "unknown key fail_on; did you mean fail-on?"),
         ('fail-on = "severe"\n', "fail-on must be one of"),
-        ('disable = ["nope"]\n', "disable: unknown rule(s) nope"),
+        ('disable = ["nope"]\n', "disable nope: no such rule"),
         ('severity = { think-loop = "urgent" }\n', "severity.think-loop must be one of"),
-        ('severity = { nope = "low" }\n', "severity: unknown rule(s) nope"),
+        ('severity = { nope = "low" }\n', "severity nope: no such rule"),
         ('max-rate = { think-loop = "a lot" }\n', "max-rate.think-loop"),
         ('ignore-paths = "results"\n', "ignore-paths must be a list of strings"),
         ("fail-on = \n", "forensics.toml"),
@@ -314,7 +314,19 @@ def test_flags_win_over_the_file_and_max_rate_merges_entry_by_entry():
     assert s.limits.max_document_bytes == 3 * 1024 * 1024  # the file's, no flag given
     # nothing given anywhere: the defaults, as Settings() has them
     defaults = config.parse({})
-    assert defaults == config.Settings(base=defaults.base)
+    assert defaults == config.Settings(base=defaults.base, origins=defaults.origins)
+    # where each came from, as --show-settings says: the flag, the file, the default
+    assert set(defaults.origins.values()) == {"default"}
+    assert (s.origins["fail-on"], s.origins["max-document-mb"], s.origins["fuse"]) == (
+        "--fail-on",
+        "/p/forensics.toml",
+        "--no-fuse",
+    )
+    assert [s.origins[f"max-rate.{r}"] for r in "abc"] == [
+        "/p/forensics.toml",
+        "--max-rate",
+        "--max-rate",
+    ]
 
 
 def test_max_rate_flags_merge_over_the_config_file(tmp_path):

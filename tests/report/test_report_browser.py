@@ -24,7 +24,7 @@ import forensics
 from forensics.report import model
 from forensics.report.render import html
 
-from conftest import SAMPLES
+from conftest import DATA, SAMPLES
 
 FLAGS = [
     "--headless",
@@ -44,6 +44,21 @@ def _chromium() -> str | None:
         if name and (path := shutil.which(name)):
             return path
     return None
+
+
+# Why a browser test did not run, as `pytest -rs` lists it (README, Set up).
+NO_CHROMIUM = (
+    "headless Chromium not found (looked for $FORENSICS_CHROMIUM, chromium, chromium-browser): "
+    "install Debian's `chromium` package to run the browser tests of the report"
+)
+
+
+def _need_chromium() -> str:
+    """The browser to run, or the test skips saying what to install."""
+    executable = _chromium()
+    if executable is None:
+        pytest.skip(NO_CHROMIUM)
+    return executable
 
 
 class Browser:
@@ -111,7 +126,11 @@ class Browser:
             self.events.append(ev)
 
     def open(self, url: str) -> None:
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        """The page in a fresh tab; the previous tab, if any, is closed with its events."""
+        if getattr(self, "target", None):
+            self.send("Target.closeTarget", {"targetId": self.target})
+            self.events.clear()
+        target = self.target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
             "sessionId"
         ]
@@ -189,12 +208,7 @@ class Browser:
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    executable = _chromium()
-    if executable is None:
-        pytest.skip(
-            "headless Chromium not found (looked for $FORENSICS_CHROMIUM, chromium, "
-            "chromium-browser): install Debian's `chromium` package to run the browser test"
-        )
+    executable = _need_chromium()
     tmp = tmp_path_factory.mktemp("browser")
     result = forensics.scan([str(SAMPLES / "output2.txt")])
     report = tmp / "report.html"
@@ -303,9 +317,7 @@ def test_evidence_link_opens_the_turn_with_findings_inline(page):
 
 
 def _open(tmp: Path, name: str, paths: list[Path]) -> Browser:
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("headless Chromium not found: install Debian's `chromium` package")
+    executable = _need_chromium()
     result = forensics.scan([str(p) for p in paths])
     report = tmp / f"{name}.html"
     report.write_text(html.render(model.build(result, page=True)), encoding="utf-8")
@@ -370,26 +382,48 @@ _TEXT_BUT_RULE_PACK = """(() => { const c = document.body.cloneNode(true);
     return c.textContent; })()"""
 
 
+# What sticks out of the page's column: elements and runs of text whose right edge passes the
+# content box of their column (main, or the header's wrap), unless a box between them and the
+# column scrolls sideways and itself fits: that is where wide tables and code go. Text counts
+# apart from its element: an unbreakable id overflows a paragraph that itself fits.
+_OVERFLOW = """(() => {
+    const w = document.documentElement.clientWidth;
+    const edge = new Map();
+    const right = box => {
+        if (!edge.has(box)) {
+            const r = box.getBoundingClientRect(), cs = getComputedStyle(box);
+            edge.set(box, Math.min(w, r.right - parseFloat(cs.paddingRight)));
+        }
+        return edge.get(box);
+    };
+    const scrolls = p => ['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX);
+    const fits = (node, r) => {
+        const column = node.closest('main, header .wrap');
+        if (!column || r.width === 0 || r.right <= right(column) + 1) return true;
+        for (let p = node; p && p !== column; p = p.parentElement)
+            if (scrolls(p) && p.getBoundingClientRect().right <= right(column) + 1) return true;
+        return false;
+    };
+    const name = e => e.tagName + '#' + e.id + '.' + (e.className.baseVal ?? e.className);
+    const wide = [];
+    for (const e of document.querySelectorAll('main *, header *'))
+        if (!fits(e.parentElement, e.getBoundingClientRect())) wide.push(name(e));
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    while (walk.nextNode()) {
+        const t = walk.currentNode;
+        if (!t.data.trim() || t.parentElement.closest('svg')) continue;
+        range.selectNodeContents(t);
+        if (!fits(t.parentElement, range.getBoundingClientRect()))
+            wide.push('text in ' + name(t.parentElement) + ': ' + t.data.trim().slice(0, 60));
+    }
+    return { client: w, scroll: document.documentElement.scrollWidth, wide };
+})()"""
+
+
 def _overflow(browser: Browser) -> dict[str, Any]:
-    """How wide the page is against the window, and what sticks out of it."""
-    return browser.js(
-        """(() => {
-            const w = document.documentElement.clientWidth;
-            const wide = [...document.querySelectorAll('main *, header *')].filter(e => {
-                const r = e.getBoundingClientRect();
-                if (r.width === 0 || r.right <= w + 1) return false;
-                // Inside a box that scrolls sideways is fine: that is where wide things go.
-                for (let p = e.parentElement; p; p = p.parentElement) {
-                    const o = getComputedStyle(p).overflowX;
-                    const r2 = p.getBoundingClientRect();
-                    if ((o === 'auto' || o === 'scroll') && r2.right <= w + 1)
-                        return false;
-                }
-                return true;
-            }).map(e => e.tagName + '#' + e.id + '.' + e.className);
-            return { client: w, scroll: document.documentElement.scrollWidth, wide };
-        })()"""
-    )
+    """How wide the page is against the window, and what sticks out of its column."""
+    return browser.js(_OVERFLOW)
 
 
 @pytest.mark.parametrize("width", [1400, 390])
@@ -437,9 +471,7 @@ def test_no_placeholder_text_and_no_dash_for_missing_fields(page):
 
 def test_a_large_scans_compressed_island_opens_the_same_explorer(tmp_path):
     """Above html.COMPRESS_ABOVE the data goes in gzipped; the page inflates it itself."""
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("headless Chromium not found: install Debian's `chromium` package")
+    executable = _need_chromium()
     result = forensics.scan([str(SAMPLES / "output2.txt")])
     report = tmp_path / "packed.html"
     page = html.render(model.build(result, page=True), compress_above=0)
@@ -501,3 +533,127 @@ def test_a_capture_without_task_ids_reads_without_placeholders(tmp_path):
         assert browser.problems() == []
     finally:
         browser.close()
+
+
+# --- every report the suite's data makes, at a desktop and a phone width ---------------------
+
+# The samples together and each alone, and every folder of test data: each format the readers
+# know reaches a page here, with its own ids, paths, runs, charts and coverage.
+REPORTS = [
+    (SAMPLES,),
+    *((p,) for p in sorted(SAMPLES.iterdir()) if p.suffix in (".txt", ".json", ".jsonl")),
+    *((d,) for d in sorted(DATA.iterdir()) if d.is_dir()),
+    # Runs of several sources in one scan, with long run ids and model names side by side.
+    (DATA / "cassettes", DATA / "realdata_full"),
+]
+
+# The page's words, one text node a line, less what quotes the data (model text in pre, finding
+# messages and errors, which may say `null`) and the rule pack's documentation.
+_WORDS = """(() => { const c = document.body.cloneNode(true);
+    c.querySelectorAll('details.pack, script, style, pre, .tfind, .evmsg, .terr')
+        .forEach(p => p.remove());
+    const walk = document.createTreeWalker(c, NodeFilter.SHOW_TEXT), out = [];
+    while (walk.nextNode()) out.push(walk.currentNode.data);
+    return out.join('\\n'); })()"""
+# A placeholder is a word of its own ("task None", "×undefined", "reward NaN"), not a part of
+# an id that happens to spell one ("[PERSONA:None]" is a real tau2 task id).
+PLACEHOLDER = re.compile(r"(?:^|[\\s×·(=,])(undefined|NaN|None|null)(?=$|[\\s,.;:)·])", re.M)
+
+# Every piece of chart text that is shown: where it is, and how tall it is drawn.
+_CHART_TEXT = """[...document.querySelectorAll('svg.chart text')].map(t => {
+    const r = t.getBoundingClientRect();
+    return { text: t.textContent, left: r.left, right: r.right, height: r.height };
+}).filter(t => t.height > 0)"""
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    executable = _need_chromium()
+    browser = Browser(executable, tmp_path_factory.mktemp("profile"))
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+def _open_all(browser: Browser) -> None:
+    browser.js(
+        """document.querySelectorAll('details').forEach(d => {
+             d.open = true; d.dispatchEvent(new Event('toggle')); })"""
+    )
+
+
+@pytest.mark.parametrize(
+    "inputs", REPORTS, ids=lambda ps: "+".join(str(p.relative_to(SAMPLES.parent)) for p in ps)
+)
+def test_every_report_reads_at_desktop_and_phone_width(chromium, scan_of, tmp_path, inputs):
+    report = tmp_path / "report.html"
+    report.write_text(html.render(model.build(scan_of(*inputs), page=True)), encoding="utf-8")
+    chromium.open(report.as_uri())
+    chromium.ready()
+    _open_all(chromium)
+    words = chromium.js(_WORDS)
+    shown = [m.group(0).strip() for m in PLACEHOLDER.finditer(words)]
+    assert shown == [], shown
+    for width in (1400, 390):
+        chromium.viewport(width, mobile=width < 500)
+        _open_all(chromium)
+        fit = _overflow(chromium)
+        assert fit["scroll"] <= fit["client"] and fit["wide"] == [], (width, fit)
+        # Chart text is drawn at a readable size, and inside the window: no label off-screen.
+        for t in chromium.js(_CHART_TEXT):
+            assert t["height"] >= 8, (width, t)
+            assert t["left"] >= 0 and t["right"] <= fit["client"] + 1, (width, t)
+        if width < 500:
+            # A file's path gets the width of the page, not a sliver between other columns.
+            cells = chromium.js(
+                "[...document.querySelectorAll('#coverage td.src')].map(td => td.offsetWidth)"
+            )
+            assert cells and min(cells) >= 0.8 * fit["client"] - 40, cells
+    assert chromium.problems() == []
+
+
+def test_an_episode_without_turns_shows_its_findings(chromium, scan_of, tmp_path):
+    """Harbor's result.json of a trial that timed out: 0 turns, two findings of the episode."""
+    report = tmp_path / "harbor.html"
+    result = scan_of(DATA / "agents" / "harbor")
+    report.write_text(html.render(model.build(result, page=True)), encoding="utf-8")
+    chromium.open(report.as_uri())
+    chromium.ready()
+    card = chromium.js(
+        """(() => { const d = [...document.querySelectorAll('#x-list details.traj')]
+              .find(d => d.querySelector('summary').innerText.includes('0 turns'));
+            d.open = true; d.dispatchEvent(new Event('toggle'));
+            return { chips: [...d.querySelectorAll('.chip.rule')].map(c => c.textContent),
+                     listed: [...d.querySelectorAll('.tfind li code')].map(c => c.textContent) };
+        })()"""
+    )
+    assert card == {
+        "chips": ["episode-crashed ×1", "run-exit-infra ×1"],
+        "listed": ["episode-crashed", "run-exit-infra"],
+    }
+    assert chromium.problems() == []
+
+
+def test_the_rule_filter_lists_rules_with_findings_first(page):
+    browser, _ = page
+    groups = browser.js(
+        """[...document.querySelectorAll('#x-rule optgroup')].map(g =>
+             [g.label, [...g.querySelectorAll('option')].map(o => o.textContent)])"""
+    )
+    assert [label for label, _ in groups] == ["with findings", "no findings"]
+    # Most trajectories first; a tie keeps the pack's order.
+    assert groups[0][1] == [
+        "no-action-failure (3)",
+        "reasoning-leak (3)",
+        "think-loop (3)",
+        "unclosed-think (3)",
+    ]
+    assert len(groups[1][1]) > 30 and all(o.endswith(" (0)") for o in groups[1][1])
+
+
+def test_without_chromium_the_browser_tests_skip_saying_what_to_install(monkeypatch):
+    monkeypatch.delenv("FORENSICS_CHROMIUM", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.skip.Exception, match="install Debian's `chromium` package"):
+        _need_chromium()

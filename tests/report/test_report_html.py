@@ -96,6 +96,13 @@ def _outline(page: str) -> _Outline:
 
 
 def _island(page: str) -> dict:
+    data = _island_data(page)
+    for t in data["trajectories"]:  # a count per rule it found, turn or episode findings alike
+        assert len(t["rc"]) == len(t["rules"]) and sum(t["rc"]) == t["nf"]
+    return data
+
+
+def _island_data(page: str) -> dict:
     m = re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>', page, re.S)
     if m is None:  # a large scan's island: gzipped and base64'd (html.COMPRESS_ABOVE)
         m = re.search(
@@ -119,7 +126,6 @@ def _island(page: str) -> dict:
                 )
                 for u in t["turns"]
             )
-            assert sum(t.pop("rc")) == t["nf"]
         return data
     return json.loads(m.group(1))
 
@@ -229,7 +235,7 @@ def test_validation_plan_names_tasks_and_rules_that_must_reach_zero(output2):
 def test_charts_are_inline_svg_and_the_cap_shows_as_a_wall(output2):
     page, _, _ = output2
     section = page[page.index('id="charts"') : page.index('id="explorer"')]
-    assert section.count("<svg ") == 4
+    assert section.count("<svg ") == 8  # each chart drawn wide and narrow (for a phone)
     assert re.findall(r'<figure id="chart-([\w-]+)">', section) == [
         "lengths",
         "per-rule",
@@ -381,7 +387,7 @@ def test_thousands_of_trajectories_stay_one_light_page(many):
     # The system prompt, identical in every trajectory, is stored once.
     assert len(data["strings"]) == 1
     timeline = page[page.index('id="chart-timeline"') :]
-    assert timeline.count('href="#traj-') == 40  # the chart shows the top rows only
+    assert timeline.count('href="#traj-') == 2 * 40  # the top rows only, wide and narrow
     assert 'class="traj"' not in page
     # 3,000 copies of the 4,800-char system prompt alone would weigh 14 MB.
     assert len(page) < 6_000_000

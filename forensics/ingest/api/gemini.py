@@ -54,6 +54,7 @@ from urllib.parse import urlsplit
 
 from forensics.ingest.parse import files, jsonwalk
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, excerpt, isolated
+from forensics.wording import json_error
 
 FORMAT = "gemini"
 
@@ -404,7 +405,7 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
             try:
                 yield line, json.loads(payload), True
             except json.JSONDecodeError as exc:
-                reason = f"SSE event is not JSON: {exc.msg}"
+                reason = f"SSE event is not JSON: {json_error(exc.msg)}"
                 collector.reject(str(path), line, reason, payload, FORMAT)
         return
     if not jsonwalk.is_jsonl(files.iter_lines(path), (dict, list)):
@@ -420,7 +421,9 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
             try:
                 yield line, json.loads(text), False
             except json.JSONDecodeError as exc:
-                collector.reject(str(path), line, f"invalid JSON: {exc.msg}", text, FORMAT)
+                collector.reject(
+                    str(path), line, f"invalid JSON: {json_error(exc.msg)}", text, FORMAT
+                )
             except RecursionError:
                 collector.reject(str(path), line, NESTED_TOO_DEEPLY, text, FORMAT)
 
@@ -443,7 +446,8 @@ def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, 
         reason = (
             f"truncated stream: the array ends inside element {kept + 1}; {kept} chunks kept"
             if exc.msg != jsonwalk.TRAILING and not text.rstrip().endswith("]")
-            else f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}; the rest was not read"
+            else f"invalid JSON at line {line_of(exc.pos)}: {json_error(exc.msg)}; the rest was "
+            "not read"
         )
         collector.reject(str(path), line_of(where), reason, excerpt(text, where), FORMAT)
 
@@ -461,7 +465,7 @@ def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, An
             collector.reject(
                 str(path),
                 line_of(pos),
-                f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}",
+                f"invalid JSON at line {line_of(exc.pos)}: {json_error(exc.msg)}",
                 excerpt(text, pos),
                 FORMAT,
             )

@@ -16,6 +16,7 @@ from typing import Any
 from forensics.ingest.api.exchange import Call, Exchange, NotACall, build
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str
 from forensics.ingest.records import normalise_finish_reason
+from forensics.wording import article
 
 RAW_PREFIX = "litellm:"
 _CHAT_CALLS = {"completion", "acompletion", "text_completion", "atext_completion"}
@@ -55,7 +56,7 @@ def call_of(record: Mapping[str, Any], line: int) -> Call:
     call_type = as_str(record.get("call_type")) or ""
     known = _CHAT_CALLS | _ANTHROPIC_CALLS | _RESPONSES_CALLS
     if call_type not in known:
-        raise NotACall(f"LiteLLM log of a {call_type or 'untyped'} call: not a chat call")
+        raise NotACall(f"LiteLLM log of {article(call_type or 'untyped')} call: not a chat call")
     decoded = {key: _decoded(record, key) for key in _JSON_STRING_FIELDS}
     messages, response = decoded["messages"], decoded["response"]
     request = as_dict(decoded["proxy_server_request"])

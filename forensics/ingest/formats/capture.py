@@ -23,6 +23,7 @@ from forensics.ingest.parse.apicommon import without_query
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Run, isolated
 from forensics.ingest.records import excerpt as text_excerpt
 from forensics.ingest.registry import FormatSpec
+from forensics.wording import json_error
 
 FORMAT = "api_capture"
 LITELLM_FORMAT = "litellm_log"
@@ -99,7 +100,7 @@ def _jsonl(path: Path) -> Iterator[Record]:
         try:
             yield number, parser.loads(text), None, ""
         except json.JSONDecodeError as exc:
-            reason = f"invalid JSON ({exc.msg} at column {exc.colno})"
+            reason = f"invalid JSON ({json_error(exc.msg, exc.colno)})"
             yield number, None, reason, text_excerpt(text)
         except RecursionError:
             yield number, None, NESTED_TOO_DEEPLY, text_excerpt(text)
@@ -129,7 +130,7 @@ def _document(path: Path) -> Iterator[Record]:
         yield (
             line_of(where),
             None,
-            f"invalid JSON at line {line_of(exc.pos)}: {exc.msg}; "
+            f"invalid JSON at line {line_of(exc.pos)}: {json_error(exc.msg)}; "
             f"the rest of the file ({len(text) - where} chars) was not read",
             text_excerpt(text, where),
         )

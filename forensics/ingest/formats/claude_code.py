@@ -38,6 +38,7 @@ from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int, json_text
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
+from forensics.wording import article
 
 FORMAT = "claude_code"
 
@@ -67,7 +68,10 @@ def sniff(head: str) -> str | None:
     if kind == "summary" and "leafUuid" in keys:
         return "JSONL starting with a summary line with leafUuid (Claude Code session transcript)"
     if kind in _TYPES and "sessionId" in keys and kind not in ("user", "assistant"):
-        return f"JSONL starting with a {kind} line with sessionId (Claude Code session transcript)"
+        return (
+            f"JSONL starting with {article(kind)} line with sessionId (Claude Code session "
+            "transcript)"
+        )
     if kind == "system" and keys.get("subtype") == "init" and "session_id" in keys:
         return "JSONL starting with a system init line with session_id (Claude Code stream-json)"
     if kind == "file-history-snapshot" and "messageId" in keys:

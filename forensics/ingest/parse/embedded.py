@@ -21,6 +21,7 @@ from typing import Any
 
 from forensics.ingest.parse import pyrepr, sdk_repr
 from forensics.redact import clip
+from forensics.wording import json_error
 
 MAX_SPAN_LINES = 5000
 MAX_OBJECT_CHARS = 32 * 1024 * 1024
@@ -83,18 +84,18 @@ def parse_object(text: str) -> tuple[Any, str | None]:
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
-        json_error = f"invalid JSON ({exc.msg} at column {exc.colno})"
+        not_json = f"invalid JSON ({json_error(exc.msg, exc.colno)})"
     except RecursionError:
         return None, "object nested too deeply"
     if len(text) > MAX_OBJECT_CHARS:
-        return None, json_error
+        return None, not_json
     read, value = pyrepr.loads(text)
     if read:
         return value, None
     try:
         return ast.literal_eval(text), None
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None, json_error
+        return None, not_json
 
 
 def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:

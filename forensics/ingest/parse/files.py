@@ -459,6 +459,11 @@ def _lines(stream: io.BufferedReader, cap: int) -> Iterator[tuple[int, str | Non
 # --- which files a scan reads -----------------------------------------------------------------
 
 
+# Why a directory named as an input is rejected: nothing in it. It is no file (summaries count
+# the files read, report.model) though it is listed with them.
+EMPTY_DIRECTORY = "directory holds no file to read"
+
+
 @dataclass
 class Expansion:
     """What the paths named: files to read, entries skipped in walks, entries that can't be."""
@@ -539,7 +544,7 @@ def _named(p: Path, found: list[tuple[Path, str]], out: Expansion, excluded: set
         before = len(found) + len(out.rejected)
         _walk(p, found, out, excluded)
         if len(found) + len(out.rejected) == before:
-            out.rejected.append((str(p), "directory holds no file to read"))
+            out.rejected.append((str(p), EMPTY_DIRECTORY))
     elif kind == "file":
         found.append((p, os.path.realpath(p)))
     else:

@@ -133,8 +133,8 @@ def packed_island(data: dict[str, Any]) -> str:
     as two parts separated by a space.
 
     The first is the index: the data without the turns, each trajectory with its turn count
-    (`nt`), its strip of turns (`st`) and its count per rule (`rc`, in the order of `rules`),
-    all the list of cards needs. The second is the turns, each trajectory's on a JSON line of
+    (`nt`) and its strip of turns (`st`) beside its count per rule (`rc`), all the list of cards
+    needs. The second is the turns, each trajectory's on a JSON line of
     its own, in order. The page shows the index first and parses a trajectory's turns only when
     it shows them: parsing hundreds of thousands of turn objects up front is what made a large
     report slow to open. Compact JSON never holds a raw newline.
@@ -146,19 +146,12 @@ def packed_island(data: dict[str, Any]) -> str:
 
 
 def _header(t: dict[str, Any], role_actor: list[list[str]]) -> dict[str, Any]:
-    per_rule: dict[int, int] = {}
     strip = []
     for u in t["turns"]:
         letter = _ROLE_LETTER.get(role_actor[u["a"]][0], "x")
         strip.append(letter.upper() if u.get("f") else letter)
-        for f in u.get("f", []):
-            per_rule[f[0]] = per_rule.get(f[0], 0) + 1
     header = {k: v for k, v in t.items() if k != "turns"}
-    return header | {
-        "nt": len(t["turns"]),
-        "st": "".join(strip),
-        "rc": [per_rule.get(r, 0) for r in t["rules"]],
-    }
+    return header | {"nt": len(t["turns"]), "st": "".join(strip)}
 
 
 def _packed(text: str) -> str:

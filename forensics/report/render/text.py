@@ -105,6 +105,9 @@ def render(model: Report, report_path: str | None = None, style: Style = PLAIN) 
         f"{_plural(s['trajectories'], 'trajectory', 'trajectories')}, "
         f"{_plural(s['turns'], 'turn')}, {_plural(s['findings'], 'finding')}{_incidents(s)}, "
         f"{_plural(s['rejects'], 'reject')}",
+        # The settings file applied, as pytest names its configfile: a scan from a
+        # subdirectory picks one up from above, and that should never be silent.
+        *([f"config: {v(model['config'])}"] if model.get("config") else []),
         "",
         v(model["verdict"]),
         *_runs(s["runs"]),
