@@ -40,13 +40,19 @@ def test_hermes_agent_trajectories_turns_calls_and_reasoning(scan_of):
     assert call_turn["tools_attached"] is True and call_turn["tool_count"] == 2
     assert turns.row(3, named=True)["actor"] == "env"
     failed = result.trajectories.filter(result.trajectories["trajectory_id"].str.ends_with("1"))
-    assert failed["termination_reason"].to_list() == ["incomplete"]
+    # completed: false with no iteration notice and not partial: it ended without its answer.
+    assert failed["termination_reason"].to_list() == ["cut_off"]
+    assert failed["error"][0].startswith("last turn (assistant): <think>")
 
 
 def test_hermes_agent_failures_are_found_and_the_healthy_line_stays_clean(scan_of):
     result = scan_of(SHAREGPT / "hermes_agent_trajectories.jsonl")
     traj = "hermes_agent_trajectories/task-unknown/trial-1"
-    assert found(result) == [("malformed-tool-call", traj, 2, 2), ("unclosed-think", traj, 4, 2)]
+    assert found(result) == [
+        ("malformed-tool-call", traj, 2, 2),
+        ("run-cut-off", traj, 4, 2),
+        ("unclosed-think", traj, 4, 2),
+    ]
     bad = result.turns.filter(
         (result.turns["trajectory_id"] == traj) & (result.turns["turn_index"] == 2)
     ).row(0, named=True)
