@@ -167,7 +167,7 @@ def _episodes(
         roles, why = _assign(msgs)
         if roles:
             assigned.update(roles)
-            msgs = [{**m, "role": roles.get(m.get("role"), m.get("role"))} for m in msgs]
+            msgs = [{**m, "role": roles.get(str(m.get("role")), m.get("role"))} for m in msgs]
             # The other side answers the policy's actions: the environment, not a user.
             actors = {"user": "env"} if any(v == "user" for v in roles.values()) else {}
         else:
@@ -203,7 +203,7 @@ def _episodes(
             fields: dict[str, Any] = (
                 {"max_output_tokens": cap} if msg.get("role") == "assistant" and cap else {}
             )
-            if (actor := actors.get(msg.get("role"))) is not None:
+            if (actor := actors.get(str(msg.get("role")))) is not None:
                 fields["actor"] = actor
             ep.add(rec.line, msg, **fields)
         episodes.append(ep)
