@@ -452,10 +452,11 @@ SPECS = (
         ingest=ingest_mini,
         priority=510,
         # Each assistant message's extra.response is the raw API response.
+        # v2's format-error messages are marked `error` FormatError (the harness's verdict).
         columns=frozenset(
             {"content", "reasoning", "tool_calls", "model", "max_output_tokens", "cost_usd"}
             | {"input_tokens", "output_tokens", "reasoning_tokens", "finish_reason"}
-            | {"finish_reason_raw", "tools_attached"}
+            | {"finish_reason_raw", "tools_attached", "error"}
         ),
         benchmark=False,
         artifact="trajectories",
