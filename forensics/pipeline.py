@@ -25,6 +25,7 @@ from forensics import atomic, ingest, progress, schema
 from forensics import config as config_mod
 from forensics.check import engine, enrich
 from forensics.config import Settings
+from forensics.diagnosis import coverage
 from forensics.diagnosis import diagnose as diagnose_mod
 from forensics.diagnosis.result import ScanResult
 from forensics.ingest.parse import files as ingest_files
@@ -253,6 +254,7 @@ def check(data: ingest.Ingested, rules: list[engine.Rule]) -> Checked:
     del data
     turns = enrich.enrich(raw_turns)
     checked = engine.check(turns, trajectories, rules)
+    files = _with_notes(files, coverage.excerpt_notes(turns))
     return Checked(
         turns=turns,
         trajectories=trajectories,
@@ -294,6 +296,16 @@ def diagnose(checked: Checked, rules: list[engine.Rule]) -> Scan:
         not_checked=checked.not_checked,
         diagnosis=diagnosis,
     )
+
+
+def _with_notes(files: list[ingest.FileReport], notes: dict[str, str]) -> list[ingest.FileReport]:
+    """The files with what coverage says about them added to their notes."""
+    return [
+        replace(f, note=f"{f.note}; {notes[f.path]}" if f.note else notes[f.path])
+        if f.path in notes
+        else f
+        for f in files
+    ]
 
 
 def redacted(data: ingest.Ingested) -> ingest.Ingested:

@@ -3,7 +3,8 @@
 Agents without function calling write the call into their message and the harness parses it:
 tau-bench's ReAct/Act agents (`Action:` then `{"name": …, "arguments": …}`, the harness runs
 `json.loads` on the text after the last `Action:`), LangChain-style ReAct (`Action: tool` then
-`Action Input: …`), JSON action blocks (`{"action": …, "action_input": …}`, Gemma-style
+`Action Input: …`), JSON action blocks (`{"action": …, "action_input": …}`, the same wrapped
+in `{"function_call": …}`, Gemma-style
 ```` ```json ```` fences), Gemma's ```` ```tool_code ```` fences of Python calls, Mistral
 `[TOOL_CALLS]` and Llama `<|python_tag|>` payloads. `parse` finds the intended calls in a
 message and says, per call, whether it parses the way its harness parses it; a call that does
@@ -34,8 +35,12 @@ PYTHON_TAG = "llama_python_tag"
 GATE = re.compile(
     r'(?m)^[ \t]*Action:|```tool_code|\[TOOL_CALLS\]|<\|python_tag\|>|"action"\s*:|'
     # [ \t], not \s: with (?m) a \s* at every line start would rescan the text (quadratic)
-    r'^[ \t]*(?:```(?:json)?\s*)?\{\s*"name"\s*:'
+    r'^[ \t]*(?:```(?:json)?\s*)?\{\s*"(?:name|function_call|tool_call)"\s*:'
 )
+# An object that opens like a call: its name or action, or a wrapper around one (the legacy
+# OpenAI `{"function_call": {...}}`, `{"tool_call": {...}}`) written as content.
+_CALL_OBJECT = re.compile(r'\s*[\[{]\s*"(?:name|action|function_call|tool_call)"\s*:')
+_WRAPPERS = ("function", "function_call", "tool_call")
 # A marker only starts a call when a payload follows it: prose that names `[TOOL_CALLS]` or
 # writes `Action: …` in words is no call.
 _MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(?:\[\s*\{|[\w.\-]+(?:\[ARGS\])?\s*\{)")
@@ -72,8 +77,10 @@ def _object_call(value: Any) -> tuple[Any, Any] | None:
     if not isinstance(value, dict):
         return None
     name = value.get("name", value.get("action"))
-    if name is None and isinstance(value.get("function"), dict):  # {"type": "function", ...}
-        return _object_call(value["function"])
+    # {"type": "function", "function": {...}}, {"function_call": {...}}, {"tool_call": {...}}
+    wrapped = next((value[k] for k in _WRAPPERS if isinstance(value.get(k), dict)), None)
+    if name is None and wrapped is not None:
+        return _object_call(wrapped)
     # A call names its arguments; {"name": "Ann"} is data, not a call.
     if name is None or not any(k in value for k in _ARG_KEYS):
         return None
@@ -253,7 +260,7 @@ def _parse(text: str) -> tuple[str, list[dict[str, str | None]]] | None:
         kind, body = fence.group(1), fence.group(2)
         if kind == "tool_code":
             return TOOL_CODE, _python_calls(body)
-        if kind in (None, "json") and re.match(r'\s*[\[{]\s*"(?:name|action)"\s*:', body):
+        if kind in (None, "json") and _CALL_OBJECT.match(body):
             calls = _json_values(body.strip())
             if any(c["name"] is not None for c in calls):
                 return JSON_ACTION, calls
@@ -261,7 +268,7 @@ def _parse(text: str) -> tuple[str, list[dict[str, str | None]]] | None:
         body = text.split("```tool_code", 1)[1]
         return TOOL_CODE, _python_calls(body)
     stripped = text.strip()
-    if re.match(r'\{\s*"(?:name|action)"\s*:', stripped):
+    if stripped.startswith("{") and _CALL_OBJECT.match(stripped):
         calls = _json_values(stripped)
         return (JSON_ACTION, calls) if any(c["name"] is not None for c in calls) else None
     return None

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import polars as pl
+
 from forensics.ingest import spec_of
 
 # Columns only an API capture (a proxy log, HAR, SSE stream, LiteLLM log, SDK dump) records.
@@ -113,3 +115,52 @@ def summary(grouped: list[dict[str, Any]], files: int) -> dict[str, Any]:
     nowhere = sorted(r for g in grouped for r in g["rules"] if r not in g["ran_on"])
     partly = sorted(r for g in grouped for r in g["ran_on"])
     return {"files": files, "not_run": nowhere, "partly_run": partly}
+
+
+def excerpt_notes(turns: pl.DataFrame) -> dict[str, str]:
+    """Per file, what it can not show about the tool calls its episodes end on (issue 21).
+
+    A recorded reply that ends its episode with a tool call (structured, or written as text)
+    has nothing after it: whether the harness ran the call, and what came back, is not in the
+    file, so the rules that judge that (text-tool-call-not-executed, tool-call-ids) say nothing
+    about it. A reply that is the episode's only message also lacks the request it answers.
+    Rather than stay silent, each such file gets a note saying so: path -> note.
+    """
+    if turns.is_empty():
+        return {}
+    calls = pl.col("has_tool_calls") | pl.col("text_call_format").is_not_null()
+    last = (
+        turns.sort("trajectory_id", "turn_index")
+        .group_by("trajectory_id", maintain_order=True)
+        .agg(
+            pl.col("source_path").last(),
+            (pl.col("actor").last() == "agent") & calls.last(),
+            (
+                pl.col("tool_call_count").last()
+                + pl.col("text_calls").last().list.len().fill_null(0)
+            ).alias("calls"),
+            (pl.col("role") != "system").sum().alias("messages"),
+        )
+        .filter(pl.col("actor"))
+    )
+    notes: dict[str, str] = {}
+    for (path,), rows in last.group_by(["source_path"], maintain_order=True):
+        replies, n_calls = rows.height, int(rows["calls"].sum())
+        alone = int((rows["messages"] == 1).sum())
+        one = replies == 1
+        if alone:
+            without = (
+                " (the reply alone, without the request it answers)"
+                if one
+                else f" ({alone} of them alone, without the request they answer)"
+            )
+        else:
+            without = ""
+        calls_text = f"{n_calls} tool call{'' if n_calls == 1 else 's'}"
+        notes[str(path)] = (
+            f"{replies} model {'reply ends' if one else 'replies end'} on {calls_text} with "
+            f"nothing recorded after {'it' if one else 'them'}{without}: whether "
+            f"{'it' if n_calls == 1 else 'they'} ran cannot be checked from this file "
+            "(text-tool-call-not-executed, tool-call-ids)"
+        )
+    return notes

@@ -50,6 +50,25 @@ REACT_RUN = (
             "get_order",
             True,
         ),
+        # the legacy OpenAI function_call object, written as content instead of returned
+        (
+            '{"function_call": {"action": "search_flights", "action_input": {"to": "SFO"}}}',
+            textcalls.JSON_ACTION,
+            "search_flights",
+            True,
+        ),
+        (
+            '```json\n{"function_call": {"name": "get_order", "arguments": {"id": "1"}}}\n```',
+            textcalls.JSON_ACTION,
+            "get_order",
+            True,
+        ),
+        (
+            '{"function_call": {"name": "get_order", "arguments": {"id": ',
+            textcalls.JSON_ACTION,
+            "get_order",
+            False,
+        ),
         (
             'Sure.\n```tool_code\nprint(default_api.get_weather(city="London"))\n```',
             textcalls.TOOL_CODE,
@@ -90,6 +109,9 @@ def test_parse_reads_each_protocol_as_its_harness_does(text, fmt, name, valid):
         "Internally my actions are [TOOL_CALLS] lists, but you don't need to worry.",
         '{\n  "message": "Your reservation EHGLP3 is confirmed."\n}',  # tau2 JSON-wrapped reply
         '```json\n{"name": "Ann Lee", "email": "ann@example.com"}\n```',  # data, not a call
+        # a message dump whose function_call is null (tau-bench console lines) is no call
+        '{"content": "Hi", "role": "assistant", "tool_calls": null, "function_call": null}',
+        '{"function_call": null}',
         "Action:\n" + "[" * 100_000,  # nesting beyond the parser: no call, no crash
         "\n" * 200_000 + "{",  # blank lines: the gate stays linear
     ],

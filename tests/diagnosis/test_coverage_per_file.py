@@ -5,7 +5,9 @@ on some input"."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import forensics
 from forensics.diagnosis import coverage
 from forensics.report import model as report
 from forensics.report.render import html, markdown, text
@@ -118,3 +120,39 @@ def test_a_rule_lacking_the_data_in_some_files_says_a_zero_there_proves_nothing(
     )
     assert f"1 of 2: {OUTPUT2}</td>" in page
     assert "<code>max-tokens</code> (ran on 1 file)" in page
+
+
+# --- issue 21 item 10: what a reply without what followed it can not show -------------------
+
+CORPUS = DATA / "corpus" / "files"
+
+
+def test_a_reply_alone_says_its_calls_can_not_be_checked_and_a_whole_run_says_nothing():
+    reply = (
+        CORPUS / "api_capture" / "patterns-ai-core__langchainrb__mistral_chat_with_tool_calls.json"
+    )
+    cassette = (
+        CORPUS
+        / "http_cassette"
+        / "Arize-ai__openinference__anthropic_multiple_tool_calling_streaming.yaml"
+    )
+    healthy = (
+        CORPUS
+        / "tau2_results"
+        / "yoheinakajima__activegraph-tau2-bench__run-20260531-193831_results.json"
+    )
+    result = forensics.scan([str(reply), str(cassette), str(healthy)])
+    notes = {Path(f.path).name: f.note for f in result.files}
+    assert notes[reply.name] == (
+        "1 model reply ends on 1 tool call with nothing recorded after it (the reply alone, "
+        "without the request it answers): whether it ran cannot be checked from this file "
+        "(text-tool-call-not-executed, tool-call-ids)"
+    )
+    # The request is recorded, but not what came after the two parallel calls.
+    assert notes[cassette.name] == (
+        "1 model reply ends on 2 tool calls with nothing recorded after it: whether they ran "
+        "cannot be checked from this file (text-tool-call-not-executed, tool-call-ids)"
+    )
+    assert notes[healthy.name] is None
+    # The note is a note, not a finding: the reply's one finding is the labelled missing type.
+    assert result.findings["rule"].to_list() == ["tool-call-missing-type"]

@@ -18,7 +18,8 @@ def test_a_directory_mixing_every_agent_format_scans_without_rejects():
         "inspect_eval": 3,
         "inspect_json": 3,
         "swe_agent_traj": 2,
-        "mini_swe_agent": 1,
+        # the test-repo run and the four format_errors/ trajectories
+        "mini_swe_agent": 5,
         "harbor_atif": 4,
         "harbor_trial_result": 4,
         "openhands_events": 11,
@@ -27,7 +28,7 @@ def test_a_directory_mixing_every_agent_format_scans_without_rejects():
     }
     # a file without rows says why (a continuation, a trial result, a later event)
     assert all(f.note for f in result.files if f.records == 0)
-    assert result.trajectories.height == 20
+    assert result.trajectories.height == 24
     assert Counter(result.findings["rule"]) == {
         "max-tokens": 3,
         "context-overflow": 2,
@@ -41,4 +42,12 @@ def test_a_directory_mixing_every_agent_format_scans_without_rejects():
         # inspect_ai's own deduplication test log calls the same tool with the same result
         # five times in a row
         "action-loop": 1,
+        # mini_swe_agent/format_errors/: the two-block replies its harness rejected (v1, v2 and
+        # v2's mid-run copy), the empty one-token replies (v2 and its copy), the parser that does
+        # not read the taught format and the exit it caused, the copy saved mid-run
+        "format-error-reply": 3,
+        "empty-protocol-reply": 2,
+        "action-format-mismatch": 3,
+        "run-exit-model": 1,
+        "run-cut-off": 1,
     }

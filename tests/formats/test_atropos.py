@@ -82,3 +82,92 @@ def test_detection_even_when_the_head_cuts_the_token_lists():
     head = b'{"tokens": [[128000, 128006, 9125' + b", 1" * 30000
     fmt, _why = detect(head)
     assert fmt is not None and fmt.name == atropos.FORMAT
+
+
+# --- issue 21: roles an environment names itself --------------------------------------------
+
+RUBIKS = (
+    DATA
+    / "corpus"
+    / "files"
+    / "atropos_groups"
+    / "NousResearch__atropos__rubiks_process_results_20.jsonl"
+)
+
+
+def test_environment_role_names_are_read_from_the_rollout_structure():
+    # The Rubik's cube environment writes its own role names, agent and environment: the agent
+    # side calls apply_move through <tool_call> markup, so it is the policy.
+    result = forensics.scan([str(RUBIKS)])
+    assert result.rejects.is_empty()
+    turns = result.turns
+    assert set(turns["role"].unique()) == {"system", "user", "assistant"}
+    assert set(zip(turns["role"], turns["actor"], strict=True)) == {
+        ("system", "system"),
+        ("user", "env"),
+        ("assistant", "agent"),
+    }
+    assert result.files[0].note == (
+        "the environment's own role names read by the rollouts' structure: agent as "
+        "assistant, environment as user (the policy calls the tools, or answers the opening "
+        "message)"
+    )
+    # The 11 replies that stop at "<think>\n" (4 generated tokens, the labels say) were
+    # invisible to every agent-turn rule while the actors were unknown.
+    f = result.findings
+    places = zip(
+        f["rule"], f["task_id"], f["trial"], f["turn_index"], f["source_line"], strict=True
+    )
+    assert sorted(places) == [
+        ("unclosed-think", "group-2", 3, 4, 2),
+        ("unclosed-think", "group-3", 0, 6, 3),
+        ("unclosed-think", "group-3", 2, 6, 3),
+        ("unclosed-think", "group-3", 3, 6, 3),
+        ("unclosed-think", "group-4", 0, 8, 4),
+        ("unclosed-think", "group-4", 2, 8, 4),
+        ("unclosed-think", "group-4", 3, 8, 4),
+        ("unclosed-think", "group-6", 0, 4, 6),
+        ("unclosed-think", "group-6", 1, 4, 6),
+        ("unclosed-think", "group-6", 2, 4, 6),
+        ("unclosed-think", "group-6", 3, 4, 6),
+    ]
+
+
+def test_roles_that_the_structure_cannot_assign_are_said_loudly(tmp_path):
+    # Three sides of made-up names, none calling a tool: no way to tell the policy.
+    rollout = [
+        {"role": "system", "content": "A debate."},
+        {"role": "moderator", "content": "Topic: tabs or spaces?"},
+        {"role": "pro", "content": ""},
+        {"role": "con", "content": "Spaces."},
+    ]
+    path = tmp_path / "debate.jsonl"
+    path.write_text(
+        json.dumps(
+            {"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [0.0], "messages": [rollout]}
+        )
+        + "\n"
+    )
+    result = forensics.scan([str(path)])
+    assert set(result.turns.filter(result.turns["role"] != "system")["actor"]) == {"unknown"}
+    (note,) = [f.note for f in result.files]
+    assert note == (
+        "ACTORS NOT ASSIGNED in 1 rollout(s), roles con, moderator, pro: 3 sides (moderator, "
+        "pro, con) and no single one calls tools: their turns are actor unknown and no rule "
+        "that reads agent turns checked them"
+    )
+
+
+def test_a_name_that_contradicts_the_structure_leaves_the_roles_alone(tmp_path):
+    # Two sides where the one answering the opening is named like an environment.
+    rollout = [
+        {"role": "agent", "content": "What is 2 + 2?"},
+        {"role": "environment", "content": "4"},
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text(
+        json.dumps({"tokens": [[1]], "masks": [[1]], "scores": [1.0], "messages": [rollout]}) + "\n"
+    )
+    result = forensics.scan([str(path)])
+    assert set(result.turns["actor"]) == {"unknown"}
+    assert "ACTORS NOT ASSIGNED in 1 rollout(s)" in result.files[0].note

@@ -144,4 +144,57 @@ def test_a_block_written_after_the_result_of_an_earlier_call_still_joins_its_res
     assert [c["id"] for c in first["tool_calls"]] == ["toolu_A", "toolu_B"]
     assert (first["content"], first["finish_reason_raw"]) == ("Reading both.", "tool_use")
     assert turns["tool_call_id"].to_list()[2:4] == ["toolu_A", "toolu_B"]
+# --- issue 21: a stream-json run that stops without its result line -------------------------
+
+ROAST = DATA / "corpus" / "files" / "claude_code" / "Shopify__roast__simple_agent.stdout.txt"
+
+
+def test_a_whole_stream_json_run_is_not_cut_off():
+    result = forensics.scan([str(ROAST)])
+    assert result.trajectories["termination_reason"].to_list() == ["success"]
+    assert result.findings.is_empty()
+
+
+def test_stream_json_without_its_result_line_is_one_cut_off_finding(tmp_path):
+    # The real Roast output with its closing result line gone, as a killed `claude -p` leaves it.
+    lines = ROAST.read_text().splitlines(keepends=True)
+    cut = tmp_path / "killed.stdout.txt"
+    cut.write_text("".join(lines[:3]))
+    result = forensics.scan([str(cut)])
+    assert result.rejects.is_empty()
+    f = result.findings
+    assert list(zip(f["rule"], f["turn_index"], f["source_line"], strict=True)) == [
+        ("run-cut-off", 0, 2)
+    ]
+    assert f["message"][0] == (
+        "run cut off: the Claude Code stream-json output ends without its closing `result` line"
+    )
+    assert f["evidence"][0].startswith('last line: {"message": {"content": [{"text": "Caspian')
+
+
+def test_a_crash_written_between_the_stream_lines_is_the_evidence(tmp_path):
+    lines = ROAST.read_text().splitlines(keepends=True)
+    crash = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/site-packages/roast/workflow.py", line 88, in run\n'
+        "    result = step.call()\n"
+        "BrokenPipeError: [Errno 32] Broken pipe\n"
+    )
+    cut = tmp_path / "crashed.stdout.txt"
+    cut.write_text("".join(lines[:2]) + crash)
+    result = forensics.scan([str(cut)])
+    # The crash lines are rejected as lines (nothing is lost) and quoted once, as the cut-off's
+    # evidence, instead of standing alone.
+    assert result.rejects["source_line"].to_list() == [3, 4, 5, 6]
+    (finding,) = result.findings.iter_rows(named=True)
+    assert (finding["rule"], finding["turn_index"], finding["source_line"]) == ("run-cut-off", 0, 2)
+    assert finding["evidence"].startswith("line 3: Traceback (most recent call last):\n")
+    assert finding["evidence"].endswith("BrokenPipeError: [Errno 32] Broken pipe")
+    assert json.loads(finding["details"]) == {"crash": True}
+
+
+def test_a_session_file_has_no_closing_line_to_miss():
+    # Native session transcripts are not streams: a later session may resume them.
+    result = scan("simonw_sample_session.jsonl")
+    assert result.trajectories["termination_reason"].to_list() == [None]
     assert result.findings.is_empty()

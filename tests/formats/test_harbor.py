@@ -267,3 +267,72 @@ def test_same_usage_across_a_returned_result_is_another_call():
         (result.turns["actor"] == "agent") & (result.turns["input_tokens"] == 850)
     )
     assert cont.height == 3
+# --- issue 21: how a trajectory ended, and terminus-2's format-error replies ---------------
+
+ATIF = Path(__file__).parent.parent / "data" / "corpus" / "files" / "harbor_atif"
+
+
+def _findings(result) -> list[tuple[str, int, int]]:
+    f = result.findings
+    return sorted(zip(f["rule"], f["turn_index"], f["source_line"], strict=True))
+
+
+def test_terminus_2_trajectory_that_stops_on_tool_results_is_cut_off():
+    # harbor's golden test `hello-world-timeout`: the agent sleeps, then the trajectory stops
+    # after a tool result, with no final message and no mark_task_complete.
+    result = forensics.scan(
+        [str(ATIF / "wrongbutworks__harbor__terminus_2_hello-world-timeout.trajectory.json")]
+    )
+    assert _findings(result) == [("run-cut-off", 6, 80)]
+    (finding,) = result.findings.iter_rows(named=True)
+    assert finding["message"].startswith("run cut off: the ATIF trajectory stops on tool results")
+    assert finding["evidence"] == (
+        "last agent step: Analysis: Continue working on the task.\nPlan: Sleep for 5 seconds. "
+        "(calls bash_command)"
+    )
+
+
+def test_terminus_2_parsing_error_reply_is_found_on_the_rejected_step():
+    result = forensics.scan(
+        [str(ATIF / "wrongbutworks__harbor__terminus_2_hello-world-invalid-json.trajectory.json")]
+    )
+    assert _findings(result) == [("format-error-reply", 1, 18)]
+    (finding,) = result.findings.iter_rows(named=True)
+    assert finding["message"] == (
+        "the harness (terminus-2) rejected this reply: Missing required fields: analysis, plan; "
+        "the model's reply broke the protocol, no action ran"
+    )
+    assert finding["evidence"].startswith("harness: Previous response had parsing errors:\nERROR:")
+
+
+def test_finished_atif_trajectories_are_not_cut_off():
+    # Claude Code ends on its summary, terminus-2 on mark_task_complete: both ended.
+    for name in (
+        "wrongbutworks__harbor__atif2otel_trajectory_pass.json",
+        "wrongbutworks__harbor__atif2otel_trajectory_fail.json",
+        "wrongbutworks__harbor__terminus_2_hello-world-invalid-json.trajectory.json",
+    ):
+        result = forensics.scan([str(ATIF / name)])
+        assert result.trajectories["termination_reason"].to_list() == [None], name
+        assert "run-cut-off" not in result.findings["rule"].to_list()
+
+
+def test_a_trial_result_says_how_the_trial_ended_whatever_the_last_step(tmp_path):
+    trial = tmp_path / "job" / "hello-world__Zz9Yy8X"
+    (trial / "agent").mkdir(parents=True)
+    shutil.copy(
+        ATIF / "wrongbutworks__harbor__terminus_2_hello-world-timeout.trajectory.json",
+        trial / "agent" / "trajectory.json",
+    )
+    (trial / "result.json").write_text(
+        json.dumps(
+            {
+                "task_name": "hello-world",
+                "trial_name": trial.name,
+                "verifier_result": {"rewards": {"reward": 0.0}},
+            }
+        )
+    )
+    result = forensics.scan([str(trial / "agent" / "trajectory.json")])
+    assert result.trajectories["termination_reason"].to_list() == [None]
+    assert "run-cut-off" not in result.findings["rule"].to_list()

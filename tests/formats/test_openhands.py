@@ -149,3 +149,48 @@ def test_a_cut_base_state_is_rejected_and_the_events_still_read(tmp_path):
     assert reject["source_path"] == str(copy / "base_state.json")
     assert result.turns.height == 6
     assert result.trajectories["agent_model"].to_list() == [None]
+
+
+# --- issue 21: an exported event stream, its format-error reply, how it ended -------------
+
+CORPUS = Path(__file__).parent.parent / "data" / "corpus" / "files"
+
+
+def test_v1_events_exported_as_jsonl_are_one_episode():
+    path = CORPUS / "openhands_events" / "OpenHands__software-agent-sdk__goal_events.jsonl"
+    result = forensics.scan([str(path)])
+    assert result.files[0].format == "openhands_events" and result.rejects.is_empty()
+    f = result.findings
+    assert sorted(zip(f["rule"], f["turn_index"], f["source_line"], strict=True)) == [
+        ("format-error-reply", 0, 4),
+        ("reasoning-leak", 0, 4),
+        ("reasoning-leak", 3, 9),
+        ("run-cut-off", 4, 10),
+    ]
+    messages = dict(zip(f["rule"], f["message"], strict=True))
+    assert messages["format-error-reply"] == (
+        "the harness (OpenHands) rejected this reply: Cannot execute multiple commands at once; "
+        "the model's reply broke the protocol, no action ran"
+    )
+    # The stream's own execution_status updates say `running` to the end: nothing closed it.
+    assert messages["run-cut-off"].startswith(
+        "run cut off: the OpenHands conversation's execution status is still `running`"
+    )
+
+
+def test_the_iteration_limit_of_a_headless_run_is_its_step_limit():
+    path = (
+        CORPUS / "openhands_legacy" / "OpenHands__OpenHands__multi_swe_bench_example_output.jsonl"
+    )
+    result = forensics.scan([str(path)])
+    capped = result.trajectories.filter(result.trajectories["task_id"] == "ponylang__ponyc-4588")
+    assert capped["termination_reason"].to_list() == ["max_iterations"]
+    f = result.findings.filter(result.findings["rule"] == "step-limit")
+    assert list(zip(f["task_id"], f["turn_index"], f["source_line"], strict=True)) == [
+        ("ponylang__ponyc-4588", 100, 3)
+    ]
+    assert f["message"][0] == (
+        "episode ended at the agent's iteration limit (50) before it finished: the harness "
+        "records the episode as not finished"
+    )
+    assert f["evidence"][0].startswith("RuntimeError: Agent reached maximum iteration")

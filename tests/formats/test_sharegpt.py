@@ -40,13 +40,19 @@ def test_hermes_agent_trajectories_turns_calls_and_reasoning(scan_of):
     assert call_turn["tools_attached"] is True and call_turn["tool_count"] == 2
     assert turns.row(3, named=True)["actor"] == "env"
     failed = result.trajectories.filter(result.trajectories["trajectory_id"].str.ends_with("1"))
-    assert failed["termination_reason"].to_list() == ["incomplete"]
+    # completed: false with no iteration notice and not partial: it ended without its answer.
+    assert failed["termination_reason"].to_list() == ["cut_off"]
+    assert failed["error"][0].startswith("last turn (assistant): <think>")
 
 
 def test_hermes_agent_failures_are_found_and_the_healthy_line_stays_clean(scan_of):
     result = scan_of(SHAREGPT / "hermes_agent_trajectories.jsonl")
     traj = "hermes_agent_trajectories/task-unknown/trial-1"
-    assert found(result) == [("malformed-tool-call", traj, 2, 2), ("unclosed-think", traj, 4, 2)]
+    assert found(result) == [
+        ("malformed-tool-call", traj, 2, 2),
+        ("run-cut-off", traj, 4, 2),
+        ("unclosed-think", traj, 4, 2),
+    ]
     bad = result.turns.filter(
         (result.turns["trajectory_id"] == traj) & (result.turns["turn_index"] == 2)
     ).row(0, named=True)
@@ -106,3 +112,90 @@ def test_glaive_style_function_call_speakers():
     (call,) = result.turns["tool_calls"][2]
     assert call["name"] == "create_contact"
     assert json.loads(call["arguments"]) == {"name": "John Doe", "email": "johndoe@example.com"}
+
+
+# --- issue 21: how a hermes-agent run ended (run_agent.py, batch_runner.py) ----------------
+
+SYSTEM = {"from": "system", "value": "You are a function calling AI model. <tools>\n[]\n</tools>"}
+ASK = {"from": "human", "value": "Find the latest numpy release."}
+CALL = {
+    "from": "gpt",
+    "value": '<tool_call>\n{"name": "web_search", "arguments": {"query": "numpy"}}\n</tool_call>',
+}
+RESULT = {
+    "from": "tool",
+    "value": '<tool_response>\n{"name": "web_search", "content": "2.3.4"}\n</tool_response>',
+}
+# agent/context_compressor.py MAX_ITERATIONS_SUMMARY_REQUEST, sent as a user message
+NOTICE = (
+    "You've reached the maximum number of tool-calling iterations allowed. Please provide a "
+    "final response summarizing what you've found and accomplished so far, without calling "
+    "any more tools."
+)
+
+
+def _hermes(tmp_path, *records) -> forensics.ScanResult:
+    path = tmp_path / "trajectory_samples.jsonl"
+    lines = [
+        json.dumps({"conversations": conv, "model": "kimi-k2", "completed": completed, **extra})
+        for conv, completed, extra in records
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return forensics.scan([str(path)])
+
+
+def test_hermes_completed_false_maps_to_how_the_run_ended(tmp_path):
+    result = _hermes(
+        tmp_path,
+        # out of iterations: hermes-agent asked for a summary and got one
+        (
+            [
+                SYSTEM,
+                ASK,
+                CALL,
+                RESULT,
+                {"from": "human", "value": NOTICE},
+                {"from": "gpt", "value": "NumPy 2.3.4 is the latest release."},
+            ],
+            False,
+            {},
+        ),
+        # batch_runner's partial: stopped after three calls to tools that do not exist
+        ([SYSTEM, ASK, CALL, RESULT], False, {"partial": True}),
+        # neither: the run ended without its final answer
+        ([SYSTEM, ASK, CALL, RESULT], False, {}),
+        # a completed run ending on a tool result is not judged
+        ([SYSTEM, ASK, CALL, RESULT, {"from": "gpt", "value": "2.3.4"}], True, {}),
+    )
+    ends = result.trajectories.sort("trial")
+    assert ends["termination_reason"].to_list() == [
+        "max_iterations", "invalid_tool_calls", "cut_off", None,
+    ]  # fmt: skip
+    assert ends["error"][0] == NOTICE
+    f = result.findings
+    assert sorted(zip(f["rule"], f["trial"], f["turn_index"], f["source_line"], strict=True)) == [
+        ("run-cut-off", 2, 3, 3),
+        ("run-exit-model", 1, 3, 2),
+        ("step-limit", 0, 5, 1),
+    ]
+    messages = dict(zip(f["rule"], f["message"], strict=True))
+    assert messages["step-limit"] == (
+        "episode ended at the agent's iteration limit before it finished: the harness records "
+        "the episode as not finished"
+    )
+    assert messages["run-exit-model"] == (
+        "episode ended by calls to tools that do not exist (exit status invalid_tool_calls)"
+    )
+    assert messages["run-cut-off"].startswith(
+        "run cut off: hermes-agent marked the run not completed"
+    )
+
+
+def test_hermes_older_iteration_answer_counts_too(tmp_path):
+    answer = {
+        "from": "gpt",
+        "value": "I've reached the maximum number of iterations. Here's what I found so far.",
+    }
+    result = _hermes(tmp_path, ([SYSTEM, ASK, CALL, RESULT, answer], False, {}))
+    assert result.trajectories["termination_reason"].to_list() == ["max_iterations"]
+    assert result.findings["rule"].to_list() == ["step-limit"]

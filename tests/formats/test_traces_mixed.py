@@ -55,6 +55,8 @@ def test_mixed_directory_scan():
             ("sdk_repr/qwen3_truncated_print.log", "thinking-budget-exhausted"): 1,
             ("sdk_repr/qwen3_truncated_print.log", "unclosed-think"): 1,
             ("sharegpt/hermes_agent_trajectories.jsonl", "malformed-tool-call"): 1,
+            # completed: false without an iteration notice: it ended without its answer
+            ("sharegpt/hermes_agent_trajectories.jsonl", "run-cut-off"): 1,
             ("sharegpt/hermes_agent_trajectories.jsonl", "unclosed-think"): 1,
             ("sharegpt/hermes_fc_v1_card.json", "malformed-tool-call"): 1,
         }

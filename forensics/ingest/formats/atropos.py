@@ -10,6 +10,13 @@ or one string, the whole conversation as the chat template rendered it: Llama 3
 back into turns; other templates stay one text turn. A rollout is the raw completion, so a
 leading closed <think> block of an assistant turn is its reasoning, not a leak. A lone
 ScoredDataItem (scalar `scores`) is a group of one.
+
+The role names are the environment's own: atroposlib passes them through. Names other than
+system/user/assistant/tool (`agent` and `environment` in the Rubik's cube environment) are read
+from the rollout's structure (`_assign`): the policy is the side that writes tool calls, else the
+side that answers the rollout's opening message; the other side is its environment. When that
+does not single out the policy the roles stay as written, every turn's actor `unknown`, and the
+file's note says that the rules that read agent turns did not see these rollouts.
 """
 
 from __future__ import annotations
@@ -42,6 +49,12 @@ _ROLES = {
     "tool": "tool",
     "ipython": "tool",
 }
+# Markup a policy writes when it calls a tool as text (the completion is raw: no server parser
+# turned it into a structured call).
+_CALL_MARKUP = ("<tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>")
+# What an environment's own role names say about the side, when the structure agrees.
+_POLICY_NAMES = {"agent", "policy", "model", "bot", "gpt", "ai", "actor", "player"}
+_ENV_NAMES = {"environment", "env", "observation", "obs", "world", "game", "judge", "human"}
 
 
 def sniff(head: str) -> str | None:
@@ -81,9 +94,51 @@ def _rollout_messages(item: Any) -> tuple[list[dict[str, Any]], str | None]:
     return [], "rollout has no messages"
 
 
+def _calls(msg: dict[str, Any]) -> bool:
+    """Whether a message calls a tool: structured calls, or call markup in its text."""
+    content = msg.get("content")
+    return bool(msg.get("tool_calls")) or (
+        isinstance(content, str) and any(m in content for m in _CALL_MARKUP)
+    )
+
+
+def _assign(msgs: list[dict[str, Any]]) -> tuple[dict[str, str], str | None]:
+    """Role names the environment made up -> (assistant or user), or ({}, why not).
+
+    The policy is the side whose messages call tools when only one side does; otherwise, of
+    exactly two sides, the one that answers the opening message (a rollout opens with the
+    prompt, and the policy completes it). A name that says the opposite (an `environment`
+    side found to be the policy) leaves the roles as they are: the structure is not clear.
+    """
+    speakers: list[str] = []
+    for msg in msgs:
+        role = msg.get("role")
+        if isinstance(role, str) and role != "system" and role not in speakers:
+            speakers.append(role)
+    unknown = [r for r in speakers if r not in _ROLES]
+    if not unknown:
+        return {}, None
+    callers = [r for r in speakers if any(_calls(m) for m in msgs if m.get("role") == r)]
+    policy = None
+    if len(callers) == 1:
+        policy = callers[0]
+    elif len(speakers) == 2:
+        policy = speakers[1]
+    names = ", ".join(unknown)
+    if policy is None:
+        return {}, f"{len(speakers)} sides ({', '.join(speakers)}) and no single one calls tools"
+    if policy.lower() in _ENV_NAMES or any(
+        r.lower() in _POLICY_NAMES for r in speakers if r != policy
+    ):
+        return {}, f"the structure makes {policy!r} the policy, which its name contradicts"
+    if policy in _ROLES and _ROLES[policy] != "assistant":
+        return {}, f"the structure makes {policy!r} the policy ({names} unknown)"
+    return {r: "assistant" if r == policy else "user" for r in unknown}, None
+
+
 def _episodes(
     run: Run, path: Path, rec: jsonrecords.Record, group: dict[str, Any], n: int
-) -> list[Episode]:
+) -> tuple[list[Episode], dict[str, str], dict[str, int]]:
     scores = group.get("scores")
     if not isinstance(scores, list):
         scores = [scores]  # a ScoredDataItem
@@ -101,11 +156,28 @@ def _episodes(
     cap = as_int(params.get("max_tokens", params.get("max_new_tokens")))
     base = rec.json_path or "$"
     episodes = []
+    # name -> role given; why none could be -> rollouts (for the file's note)
+    assigned: dict[str, str] = {}
+    unassigned: dict[str, int] = {}
     for i, score in enumerate(scores):
         item = messages[i] if isinstance(messages, list) and i < len(messages) else None
         msgs, note = _rollout_messages(item) if item is not None else ([], None)
         if item is None:
             note = "group kept no messages for this rollout (include_messages off): no turns"
+        roles, why = _assign(msgs)
+        if roles:
+            assigned.update(roles)
+            msgs = [{**m, "role": roles.get(str(m.get("role")), m.get("role"))} for m in msgs]
+            # The other side answers the policy's actions: the environment, not a user.
+            actors = {"user": "env"} if any(v == "user" for v in roles.values()) else {}
+        else:
+            actors = {}
+            if why is not None:
+                names = ", ".join(
+                    sorted({str(m.get("role")) for m in msgs if m.get("role") not in _ROLES})
+                )
+                key = f"roles {names}: {why}"
+                unassigned[key] = unassigned.get(key, 0) + 1
         ep = Episode(
             run=run,
             source_path=str(path),
@@ -128,16 +200,22 @@ def _episodes(
             ep.json_paths[j] = (
                 f"{base}.messages[{i}][{j}]" if isinstance(item, list) else f"{base}.messages[{i}]"
             )
-            fields = {"max_output_tokens": cap} if msg.get("role") == "assistant" and cap else {}
+            fields: dict[str, Any] = (
+                {"max_output_tokens": cap} if msg.get("role") == "assistant" and cap else {}
+            )
+            if (actor := actors.get(str(msg.get("role")))) is not None:
+                fields["actor"] = actor
             ep.add(rec.line, msg, **fields)
         episodes.append(ep)
-    return episodes
+    return episodes, assigned, unassigned
 
 
 def ingest(path: Path, collector: Collector) -> int:
     name = str(path)
     run = Run(run_id=path.stem)
     count = groups = 0
+    assigned: dict[str, str] = {}
+    unassigned: dict[str, int] = {}  # why -> rollouts
     for rec in jsonrecords.read(path, collector, FORMAT):
         with isolated(collector, name, rec.line, FORMAT, rec.json_path):
             group = rec.value
@@ -147,9 +225,26 @@ def ingest(path: Path, collector: Collector) -> int:
                 collector.reject(name, rec.line, reason, shown, FORMAT, rec.json_path)
                 continue
             groups += 1
-            for ep in _episodes(run, path, rec, group, groups):
+            episodes, roles, why_not = _episodes(run, path, rec, group, groups)
+            assigned.update(roles)
+            for why, n in why_not.items():
+                unassigned[why] = unassigned.get(why, 0) + n
+            for ep in episodes:
                 collector.add_episode(ep)
                 count += 1
+    if assigned:
+        said = ", ".join(f"{given} as {role}" for given, role in sorted(assigned.items()))
+        collector.note(
+            name,
+            f"the environment's own role names read by the rollouts' structure: {said} "
+            "(the policy calls the tools, or answers the opening message)",
+        )
+    for why, n in sorted(unassigned.items()):
+        collector.note(
+            name,
+            f"ACTORS NOT ASSIGNED in {n} rollout(s), {why}: their turns are actor unknown and "
+            "no rule that reads agent turns checked them",
+        )
     return count
 
 

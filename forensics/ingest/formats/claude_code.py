@@ -23,6 +23,10 @@ it (error status and text, retryAttempt of maxRetries): a failed turn of its own
 `claude -p --output-format stream-json` prints the same messages with `session_id`, after a
 `system` `init` line, and ends with a `result` line: its subtype (success, error_max_turns,
 error_during_execution) is how the episode ended, its text the episode's error when `is_error`.
+Claude Code prints that line however the run ends; a stream that opened with `init` and stops
+without it was cut (the process killed, or crashed): the episode is declared cut off, with the
+crash text written into the stream as its evidence when there is one (`_ending`). A session file
+has no closing line (a later session may resume it) and is not judged.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest import jsonrecords
+from forensics.ingest.formats import _ending
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_int, json_text
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
@@ -242,6 +247,9 @@ def ingest(path: Path, collector: Collector) -> int:
     run = Run(run_id=path.stem)
     sessions: dict[str, _Session] = {}
     metadata = 0
+    # stream-json sessions (opened by a system init line) -> (closed by a result line, the last
+    # line seen): one left open was cut.
+    streams: dict[str, tuple[bool, str]] = {}
     for rec in jsonrecords.read(path, collector, FORMAT):
         with isolated(collector, name, rec.line, FORMAT):
             line = rec.value
@@ -249,6 +257,12 @@ def ingest(path: Path, collector: Collector) -> int:
                 collector.reject(name, rec.line, "line is not a JSON object", "", FORMAT)
                 continue
             kind = line.get("type")
+            key = _session_key(line)
+            if kind == "system" and line.get("subtype") == "init" and "session_id" in line:
+                streams[key] = (False, "")
+                _session(sessions, line, run, name, rec.line)  # an episode even if it stops here
+            elif key in streams:
+                streams[key] = (streams[key][0] or kind == "result", json_text(line) or "")
             if kind == "result" and "session_id" in line:
                 _result(line, _session(sessions, line, run, name, rec.line).episode)
                 continue
@@ -289,6 +303,11 @@ def ingest(path: Path, collector: Collector) -> int:
                 s.open_id = None  # the human spoke: the response is over
             for message, fields in _user_turns(line):
                 ep.add(rec.line, message, **fields)
+    crash = _ending.crash_text(collector, name)
+    for key, (closed, last) in streams.items():
+        if not closed and key in sessions:
+            evidence = f"line {crash[0]}: {crash[1]}" if crash else f"last line: {last[:400]}"
+            _ending.cut_off(sessions[key].episode, _ending.STREAM_JSON_UNFINISHED, evidence)
     for s in sessions.values():
         collector.add_episode(s.episode)
     if metadata:

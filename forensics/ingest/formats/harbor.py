@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest import jsonrecords
+from forensics.ingest.formats import _ending
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run
@@ -423,6 +424,11 @@ def ingest(path: Path, collector: Collector) -> int:
             "response): one turn each call"
         )
     ep.note = "; ".join(notes) or None
+    # A trial whose result.json holds no exception ended as Harbor expects, however its last
+    # step reads; without one, a trajectory that stops on tool results was cut (issue 21).
+    judged = trial is not None and (trial / "result.json").is_file()
+    if not judged and (last := _ending.ends_on_tool_result(ep)) is not None:
+        _ending.cut_off(ep, _ending.ATIF_UNFINISHED, last)
     _name_run(run)
     collector.add_episode(ep)
     return 1

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
+from forensics.ingest.formats import _ending
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated, reject_trailing
@@ -42,6 +43,7 @@ FORMAT_STATE = "openhands_state"
 
 _EVENT_NAME = re.compile(r"^event-(?P<idx>\d{5,})-[0-9a-fA-F\-]{8,}\.json$")
 _HISTORY = re.compile(r'"history"\s*:\s*\[\s*(?:\]|\{\s*"id"\s*:)')
+_MAX_ITERATION = re.compile(r"Agent reached maximum iteration")
 _STATE_KEYS = {"execution_status", "persistence_dir", "max_iterations", "stuck_detection"}
 # Events that are no message of the conversation (state changes, pauses, condensation, token
 # ids, streaming deltas, hooks): counted in the note.
@@ -187,23 +189,20 @@ def ingest(path: Path, collector: Collector) -> int:
     completions: dict[str, dict[str, Any]] = {}
     response_turn: dict[str, int] = {}
     skipped = 0
-    for event_path in event_files:
-        where = str(event_path)
-        try:
-            event = json.loads(files.read_text(event_path))
-        except (ValueError, RecursionError) as exc:
-            collector.reject(where, 1, f"invalid JSON: {exc}", "", FORMAT, "$")
-            continue
-        except (OSError, files.TooLarge) as exc:
-            collector.reject(where, None, f"event not read: {exc}", "", FORMAT, "$")
-            continue
+    last_status: str | None = None  # the stream's own execution_status updates
+    for where, line, event, json_path in _events(event_files, in_layout, path, collector):
         if not isinstance(event, dict):
             collector.reject(
-                where, 1, "event is not a JSON object", json_text(event) or "", FORMAT, "$"
+                where, line, "event is not a JSON object", json_text(event) or "", FORMAT, json_path
             )
             continue
-        with isolated(collector, where, 1, FORMAT, "$"):
+        with isolated(collector, where, line, FORMAT, json_path):
             kind = event.get("kind")
+            if kind == "ConversationStateUpdateEvent" and event.get("key") == "execution_status":
+                value = event.get("value")
+                last_status = value if isinstance(value, str) else last_status
+                skipped += 1
+                continue
             if kind == "LLMCompletionLogEvent":
                 response_id, fields = _completion(event.get("log_data"))
                 if response_id:
@@ -218,15 +217,47 @@ def ingest(path: Path, collector: Collector) -> int:
             if kind not in _TURN_KINDS:
                 skipped += 1
                 continue
-            _add_v1(ep, event, kind, where, cap, response_turn, run)
+            _add_v1(ep, event, kind, where, cap, response_turn, run, line)
     for response_id, index in response_turn.items():
         if response_id in completions:
             ep.turn_fields[index] |= completions[response_id]
     _mark_tools(ep, any(f.get("tool_count") for f in ep.turn_fields.values()))
     if skipped:
         ep.note = f"{skipped} event(s) that are no message (state updates, condensation, …)"
+    # The conversation's last execution status, from its state file or its own updates: still
+    # `running` when the events end means the run stopped while the agent worked.
+    if (status or last_status) == "running" and ep.messages:
+        last = ep.messages[-1][1]
+        said = (text_of(last.get("content")) or "").strip()
+        _ending.cut_off(
+            ep, _ending.OPENHANDS_UNFINISHED, f"last event ({last.get('role')}): {said[-300:]}"
+        )
     collector.add_episode(ep)
     return 1
+
+
+def _events(
+    event_files: list[Path], in_layout: bool, path: Path, collector: Collector
+) -> Iterator[tuple[str, int, Any, str | None]]:
+    """(source, line, event, JSON path) of a conversation's events: one per event file in
+    the events/ layout; every record of a lone file (an event, or the JSONL a conversation's
+    events are exported to, one per line)."""
+    if not in_layout:
+        name = str(path)
+        for rec in jsonrecords.read(path, collector, FORMAT):
+            yield name, rec.line, rec.value, rec.json_path
+        return
+    for event_path in event_files:
+        where = str(event_path)
+        try:
+            event = json.loads(files.read_text(event_path))
+        except (ValueError, RecursionError) as exc:
+            collector.reject(where, 1, f"invalid JSON: {exc}", "", FORMAT, "$")
+            continue
+        except (OSError, files.TooLarge) as exc:
+            collector.reject(where, None, f"event not read: {exc}", "", FORMAT, "$")
+            continue
+        yield where, 1, event, "$"
 
 
 def _add_v1(
@@ -237,12 +268,13 @@ def _add_v1(
     cap: int | None,
     response_turn: dict[str, int],
     run: Run,
+    line: int = 1,
 ) -> None:
     source = event.get("source")
     if kind == "SystemPromptEvent":
         tools = event.get("tools")
         ep.add(
-            1,
+            line,
             {"role": "system", "content": _texts(event.get("system_prompt"))},
             actor="system",
             source_path=where,
@@ -263,7 +295,7 @@ def _add_v1(
                 "model": run.agent_model,
             }
         ep.add(
-            1,
+            line,
             {
                 "role": role,
                 "content": _texts(message.get("content")),
@@ -289,7 +321,7 @@ def _add_v1(
             ep.turn_fields[index]["tool_calls"].append(structured)
             return
         ep.add(
-            1,
+            line,
             {"role": "assistant", "content": _texts(event.get("thought"))},
             actor="agent",
             source_path=where,
@@ -313,7 +345,7 @@ def _add_v1(
     else:  # AgentErrorEvent: the tool call failed in the scaffold
         content = error_text(event.get("error"))
         error = content or "agent error"
-    ep.add(1, {"role": "tool", "content": content}, actor="env", source_path=where, error=error)
+    ep.add(line, {"role": "tool", "content": content}, actor="env", source_path=where, error=error)
 
 
 def _mark_tools(ep: Episode, attached: bool) -> None:
@@ -562,6 +594,14 @@ def _ingest_output_jsonl(path: Path, collector: Collector) -> int:
             if record.get("error"):
                 ep.error = error_text(record["error"])
                 ep.termination_reason = ep.termination_reason or "error"
+                # OpenHands' own words when the iteration budget ends a headless run
+                # (`Agent reached maximum iteration in headless mode. Current iteration: N,
+                # max iteration: N`): the step limit, not an exception of the harness.
+                if ep.error and _MAX_ITERATION.search(ep.error):
+                    ep.termination_reason = "max_iterations"
+                    limit = as_int(metadata.get("max_iterations"))
+                    if limit is not None:
+                        run.labels["max_iterations"] = str(limit)
             collector.add_episode(ep)
             count += 1
     return count

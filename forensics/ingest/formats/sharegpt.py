@@ -5,9 +5,18 @@ A record is `{"conversations": [{"from": ..., "value": ...}, ...], ...}`; speake
 human, gpt and tool. The Hermes protocol writes calls as text in `gpt` turns,
 `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, and results in `tool` turns
 inside `<tool_response>` tags; the tools offered sit in `tools` (a JSON string or a list) or in
-the system prompt's `<tools>` block. hermes-agent adds `model` and `completed` (false for a run
-that failed or ran out of iterations) and keeps the reasoning the API returned as a leading
-`<think>` block of the value: read back into the reasoning column.
+the system prompt's `<tools>` block. hermes-agent adds `model` and `completed`, and keeps the
+reasoning the API returned as a leading `<think>` block of the value: read back into the
+reasoning column.
+
+How a hermes-agent run ended (`run_agent.py`, `batch_runner.py`): `completed` is true only when
+the agent gave a final response within its iteration budget. `partial: true` (batch runs) means
+it stopped after the model called tools that do not exist three times in a row: termination
+`invalid_tool_calls`, the model's. Out of iterations, hermes-agent asks for a summary with
+"You've reached the maximum number of tool-calling iterations allowed…" (older versions answer
+"I've reached the maximum number of iterations…" themselves): termination `max_iterations`,
+the notice as the error. Any other `completed: false` run ended without its final answer (an
+API failure, an interrupt): declared cut off (`_ending`).
 
 A call is a structured call here, as a server's hermes parser would have made it: its markup
 leaves the content. One that does not parse (cut off, broken JSON) stays a call with its raw
@@ -24,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest import jsonrecords
+from forensics.ingest.formats import _ending
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
@@ -59,6 +69,17 @@ _NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']+)["']""")
 # hermes-agent exports the reasoning the API returned apart as a leading <think> block; only a
 # closed block is the exporter's: an unclosed one is the model's own cut-off output.
 _THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.S)
+# hermes-agent's words when the iteration budget ran out: the request it sends the model
+# (MAX_ITERATIONS_SUMMARY_REQUEST) and the answers older versions wrote themselves.
+_ITERATION_LIMIT = re.compile(
+    r"reached the maximum number of tool-calling iterations|"
+    r"(?:I've|I have|I) reached the maximum (?:number of )?iterations|"
+    r"I reached the iteration limit"
+)
+HERMES_UNFINISHED = (
+    "hermes-agent marked the run not completed (completed: false) and nothing in it says the "
+    "iteration limit ended it: it ended without its final answer"
+)
 
 
 def sniff(head: str) -> str | None:
@@ -153,14 +174,12 @@ def _episode(
         return None
     model = record.get("model") if isinstance(record.get("model"), str) else None
     attached, count = _tools(record)
-    completed = record.get("completed")
     ep = Episode(
         run=run,
         source_path=name,
         source_line=rec.line,
         source_format=FORMAT,
         task_id=_task_id(record),
-        termination_reason="incomplete" if completed is False else None,
         json_path=rec.json_path,
     )
     for i, turn in enumerate(turns):
@@ -197,7 +216,34 @@ def _episode(
             }
         ep.json_paths[len(ep.messages)] = where
         ep.add(line, message, **fields)
+    if record.get("completed") is False:
+        _hermes_end(ep, record)
     return ep
+
+
+def _hermes_end(ep: Episode, record: dict[str, Any]) -> None:
+    """How a hermes-agent run that did not complete ended (see the module's docstring)."""
+    if record.get("partial") is True:
+        ep.termination_reason = "invalid_tool_calls"
+        ep.error = (
+            "hermes-agent stopped the run as partial: the model called tools that do not exist "
+            "three times in a row (partial: true)"
+        )
+        return
+    for _, message in reversed(ep.messages):
+        content = message.get("content")
+        text = content if isinstance(content, str) else ""
+        if (found := _ITERATION_LIMIT.search(text)) is not None:
+            ep.termination_reason = "max_iterations"
+            start = text.rfind("\n", 0, found.start()) + 1
+            ep.error = text[start : start + 300].strip()
+            return
+    last = next((m for _, m in reversed(ep.messages)), None)
+    evidence = None
+    if last is not None:
+        said = last.get("content") if isinstance(last.get("content"), str) else ""
+        evidence = f"last turn ({last.get('role')}): {said.strip()[-300:]}"
+    _ending.cut_off(ep, HERMES_UNFINISHED, evidence)
 
 
 def ingest(path: Path, collector: Collector) -> int:

@@ -16,7 +16,21 @@ mini-swe-agent (docs/usage/output_files.md) writes `{info, messages, trajectory_
 OpenAI-format messages whose `extra.response` is the raw API response of an assistant turn
 (finish reason, usage, model), observations as user messages (`role: tool` for tool-calling
 models), and the end as a last `role: exit` message or `info.exit_status` (Submitted,
-LimitsExceeded, FormatError, an exception's class name with `exception_str`).
+LimitsExceeded, TimeExceeded, RepeatedFormatError, an exception's class name with
+`exception_str`). Its own test data and early runs are a bare JSON list of the messages,
+recognised by the protocol words of its system prompt (`mswea_bash_command`,
+`COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`).
+
+A reply the harness can not parse (not exactly one action block, a bad tool call) is answered
+by a user message rendered from `format_error_template`. Before v2 the reply itself is the
+assistant message before it; from v2 on (`models/utils/actions_text.py`, `litellm_model.py`)
+the reply never becomes a message: the format-error message carries it in `extra`
+(`interrupt_type: FormatError`, `n_actions`, `model_response`, and the raw API `response`). The
+reply is read back from there as the agent turn it was, before the harness's answer, which is
+marked `error` FormatError. `LimitsExceeded` is read as the limit it was when the config and
+the stats say (`max_iterations` at the step limit, `cost_limit` at the cost limit),
+`TimeExceeded` as `time_limit`. v2 saves the trajectory after every step and ends it with the
+`exit` message: one without it and without an exit status was cut mid-run (`_ending`).
 
 Neither carries a reward: the benchmark's evaluation scores the submission elsewhere.
 """
@@ -31,6 +45,7 @@ from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
+from forensics.ingest.formats import _ending
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, excerpt
@@ -51,15 +66,33 @@ _MINI = re.compile(
 )
 
 
+# A history-only .traj (SWE-agent's demonstrations): its messages carry SWE-agent's own keys.
+_HISTORY_ONLY = re.compile(
+    r'\A\{\s*"history"\s*:\s*\[\s*\{[^\[\]]*?"(?:agent|message_type)"\s*:', re.S
+)
+
+
 def sniff(head: str) -> str | None:
     text = head.lstrip("\ufeff \t\r\n")
     if text.startswith("{") and _STEP.search(text):
         return "JSON object with a trajectory of action/observation steps (SWE-agent .traj)"
+    if _HISTORY_ONLY.match(text):
+        return "JSON object with a history of SWE-agent messages (agent, message_type): a .traj"
     return None
+
+
+# The words of mini-swe-agent's own prompts (its action fence and submission command): a bare
+# list of messages that opens with them is its message list.
+_MINI_PROTOCOL = re.compile(
+    r"mswea_bash_command|COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT"
+)
+_LIST_HEAD = re.compile(r'\A\[\s*\{\s*"role"\s*:\s*"system"')
 
 
 def sniff_mini(head: str) -> str | None:
     text = head.lstrip("\ufeff \t\r\n")
+    if _LIST_HEAD.match(text) and _MINI_PROTOCOL.search(text):
+        return "JSON list of messages whose system prompt is mini-swe-agent's (its action format)"
     if not text.startswith("{") or not _MINI.search(text):
         return None
     keys = jsonhead.top_level(text)
@@ -73,17 +106,23 @@ def _document(
 ) -> tuple[dict[str, Any], Callable[[int], int]] | None:
     """The file's object with `key` walked as [(offset, item)], or None once rejected."""
     name = str(path)
+    text = files.read_text(path)
+    # mini-swe-agent's bare message list: the messages are the whole document.
+    bare = fmt == FORMAT_MINI and text.lstrip("\ufeff \t\r\n").startswith("[")
     read = jsonrecords.document(
         collector,
         name,
-        files.read_text(path),
+        text,
         fmt,
         "not a whole trajectory file",
-        lambda text, pos: jsonwalk.obj(text, pos, {key: walkers.positioned()}),
+        walkers.positioned()
+        if bare
+        else lambda text, pos: jsonwalk.obj(text, pos, {key: walkers.positioned()}),
+        skip_bom=bare,
     )
     if read is None:
         return None
-    doc, line_of = read.value, read.line_of
+    doc, line_of = ({key: read.value} if bare else read.value), read.line_of
     if walkers.items(doc, key) is None:
         collector.reject(
             name, 1, f"{key} is not an array", json_text(doc[key]) or "", fmt, f"$.{key}"
@@ -257,6 +296,7 @@ def ingest_mini(path: Path, collector: Collector) -> int:
     status = info.get("exit_status")
     error = None
     seen_user = False
+    exited = False
     for i, (pos, msg) in enumerate(_walked(doc, "messages")):
         where = f"$.messages[{i}]"
         if not isinstance(msg, dict):
@@ -275,7 +315,11 @@ def ingest_mini(path: Path, collector: Collector) -> int:
             error = error_text(extra.get("exception_str")) or error
         role = msg.get("role") if isinstance(msg.get("role"), str) else None
         if role == "exit":
+            exited = True
             continue  # the end of the run, read above; not a message the model saw
+        rejected = extra.get("interrupt_type") == "FormatError"
+        if rejected:
+            _rejected_reply(ep, line_of(pos), where, extra, run, cap)
         actor = _MINI_ACTORS.get(role or "", "unknown")
         if role == "user" and seen_user:
             actor = "env"  # observations and format-error feedback from the harness
@@ -286,6 +330,9 @@ def ingest_mini(path: Path, collector: Collector) -> int:
             reasoning = msg.get("reasoning_content")
             fields["reasoning"] = reasoning if isinstance(reasoning, str) else None
             fields |= _response_fields(extra, cap)
+        elif rejected:
+            n = as_int(extra.get("n_actions"))
+            fields["error"] = "FormatError" + (f" (found {n} actions)" if n is not None else "")
         ep.add(
             line_of(pos),
             {
@@ -298,12 +345,66 @@ def ingest_mini(path: Path, collector: Collector) -> int:
         ep.json_paths[len(ep.messages) - 1] = where
     ep.termination_reason = status if isinstance(status, str) and status else None
     ep.error = error
+    _mini_limits(ep, info, run)
+    version = info.get("mini_version")
+    if (
+        not exited
+        and ep.termination_reason is None
+        and (doc.get("trajectory_format") == "mini-swe-agent-1.1" or str(version).startswith("2."))
+    ):
+        last = ep.messages[-1][1] if ep.messages else {}
+        said = text_of(last.get("content")) or ""
+        evidence = f"last message ({last.get('role')}): {said.strip()[-300:]}" if last else None
+        _ending.cut_off(ep, _ending.MINI_UNFINISHED, evidence)
     attached = _mini_tools(info, ep)
     for fields in ep.turn_fields.values():
         if fields.get("actor") == "agent":
             fields["tools_attached"] = attached
     collector.add_episode(ep)
     return 1
+
+
+def _rejected_reply(
+    ep: Episode, line: int, where: str, extra: Mapping[str, Any], run: Run, cap: int | None
+) -> None:
+    """The reply a v2 format-error message carries (extra.response, extra.model_response), as
+    the agent turn the harness rejected."""
+    response = as_dict(extra.get("response"))
+    choice = openai_chat.first_choice(response.get("choices"))
+    message = as_dict(choice.get("message"))
+    content = message.get("content") if "content" in message else extra.get("model_response")
+    if not message and not isinstance(extra.get("model_response"), str):
+        return  # the harness kept nothing of the reply
+    fields: dict[str, Any] = {"actor": "agent", "model": run.agent_model}
+    fields |= _response_fields(extra, cap)
+    reasoning = message.get("reasoning_content")
+    fields["reasoning"] = reasoning if isinstance(reasoning, str) else None
+    ep.add(
+        line,
+        {"role": "assistant", "content": text_of(content), "tool_calls": message.get("tool_calls")},
+        **fields,
+    )
+    ep.json_paths[len(ep.messages) - 1] = f"{where}.extra"
+
+
+def _mini_limits(ep: Episode, info: Mapping[str, Any], run: Run) -> None:
+    """LimitsExceeded as the limit it was, TimeExceeded as the time limit (module docstring)."""
+    if ep.termination_reason == "TimeExceeded":
+        ep.termination_reason, ep.error = "time_limit", ep.error or "TimeExceeded"
+        return
+    if ep.termination_reason != "LimitsExceeded":
+        return
+    agent = as_dict(as_dict(info.get("config")).get("agent"))
+    stats = as_dict(info.get("model_stats"))
+    steps, calls = as_int(agent.get("step_limit")), as_int(stats.get("api_calls"))
+    budget, spent = agent.get("cost_limit"), stats.get("instance_cost")
+    if steps and calls is not None and 0 < steps <= calls:
+        run.labels["max_iterations"] = str(steps)
+        ep.termination_reason = "max_iterations"
+        ep.error = f"LimitsExceeded: {calls} model calls reached the step_limit {steps}"
+    elif isinstance(budget, int | float) and isinstance(spent, int | float) and 0 < budget <= spent:
+        ep.termination_reason = "cost_limit"
+        ep.error = f"LimitsExceeded: instance cost {spent:.2f} reached the cost_limit {budget:g}"
 
 
 def _mini_tools(info: Mapping[str, Any], ep: Episode) -> bool | None:
@@ -325,7 +426,8 @@ SPECS = (
         name=FORMAT,
         description="SWE-agent .traj trajectory",
         detection="a JSON object whose trajectory array starts with a step of action, "
-        "observation, response, thought, …",
+        "observation, response, thought, …, or whose history messages carry SWE-agent's agent / "
+        "message_type keys",
         sniff=sniff,
         ingest=ingest,
         priority=500,
@@ -344,15 +446,17 @@ SPECS = (
         name=FORMAT_MINI,
         description="mini-swe-agent trajectory (.traj.json)",
         detection='a JSON object with info.mini_version, trajectory_format "mini-swe-agent…" '
-        "or model_stats opening with instance_cost",
+        "or model_stats opening with instance_cost; a JSON list of messages whose system prompt "
+        "is mini-swe-agent's (mswea_bash_command, COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT)",
         sniff=sniff_mini,
         ingest=ingest_mini,
         priority=510,
         # Each assistant message's extra.response is the raw API response.
+        # v2's format-error messages are marked `error` FormatError (the harness's verdict).
         columns=frozenset(
             {"content", "reasoning", "tool_calls", "model", "max_output_tokens", "cost_usd"}
             | {"input_tokens", "output_tokens", "reasoning_tokens", "finish_reason"}
-            | {"finish_reason_raw", "tools_attached"}
+            | {"finish_reason_raw", "tools_attached", "error"}
         ),
         benchmark=False,
         artifact="trajectories",
