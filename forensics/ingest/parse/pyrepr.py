@@ -20,8 +20,12 @@ from typing import Any
 # Python's tokenizer refuses brackets nested deeper than this; JSON would read them.
 MAX_NESTING = 200
 
-# A whole string literal without prefix, in either quote (a backslash escapes what follows).
-STRING = r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'" r'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
+# A string literal without prefix, in either quote (a backslash escapes what follows). Group 1
+# or 2 holds its closing quote, and is empty for a string that does not close on its line: it
+# matches to where it stops. A scan that skips strings stays linear so; a string that failed
+# to match would be tried again from every quote inside it (`'\'\'\'…`), each time to the
+# end of the line.
+STRING = r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+('?)" r'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+("?)'
 _TOKEN = re.compile(
     r"'([^'\\\n]*+(?:\\.[^'\\\n]*+)*+)'"  # 1: a single-quoted string's body
     r'|"([^"\\\n]*+(?:\\.[^"\\\n]*+)*+)"'  # 2: a double-quoted string's body
