@@ -22,13 +22,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from itertools import chain
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast, overload
 
 import re2
 
 
 class Match(Protocol):
-    def group(self, group: int | str = 0, /) -> str | None: ...
+    # as typeshed types re.Match: the whole match is a str, a group may be None
+    @overload
+    def group(self, group: Literal[0] = 0, /) -> str: ...
+    @overload
+    def group(self, group: int | str, /) -> str | Any: ...
     def groups(self, default: str | None = None) -> tuple[str | None, ...]: ...
     def start(self, group: int = 0) -> int: ...
     def end(self, group: int = 0) -> int: ...
@@ -40,30 +44,48 @@ class Match(Protocol):
 class Pattern(Protocol):
     @property
     def pattern(self) -> str: ...
-    def search(self, text: str, pos: int | None = None, endpos: int | None = None) -> Match | None: ...
-    def match(self, text: str, pos: int | None = None, endpos: int | None = None) -> Match | None: ...
+    def search(
+        self, text: str, pos: int | None = None, endpos: int | None = None
+    ) -> Match | None: ...
+    def match(
+        self, text: str, pos: int | None = None, endpos: int | None = None
+    ) -> Match | None: ...
     def fullmatch(
         self, text: str, pos: int | None = None, endpos: int | None = None
     ) -> Match | None: ...
     def finditer(
         self, text: str, pos: int | None = None, endpos: int | None = None
     ) -> Iterator[Match]: ...
-    def findall(self, text: str, pos: int | None = None, endpos: int | None = None) -> list[str]: ...
+    def findall(
+        self, text: str, pos: int | None = None, endpos: int | None = None
+    ) -> list[str]: ...
     def sub(self, repl: str | Callable[[Match], str], text: str, count: int = 0) -> str: ...
     def split(self, text: str, maxsplit: int = 0) -> list[str]: ...
 
 
 # Python's `\s` and `\w` for text, as RE2 classes (RE2's own are ASCII), to keep a pattern that
 # moves from `re` matching what it matched.
-SPACE_CHARS = r"\t\n\x0b\f\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
+SPACE_CHARS = (
+    r"\t\n\x0b\f\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
+    r"\x{205f}\x{3000}"
+)
 SPACE = f"[{SPACE_CHARS}]"
-WORD = r"[\pL\pN_]"
+WORD_CHARS = r"\pL\pN_"
+WORD = f"[{WORD_CHARS}]"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+class error(ValueError):  # named as re.error, which it stands for
+    """A pattern RE2 does not take (look-around, a back-reference, a possessive quantifier)."""
+
+
 def _options() -> re2.Options:
     options = re2.Options()
+    # RE2's DFA cache (8 MiB by default) fills up on Unicode classes under a counted repeat
+    # (`[\pL\pN_ ]{1,64}`), and the search falls back to a slower automaton: still linear, but
+    # a second for a megabyte. The cache is filled only as states are met.
+    options.max_mem = 64 << 20
     # A pattern RE2 refuses raises re2.error; without this RE2 also prints the error to stderr.
     options.log_errors = False
     return options
@@ -77,7 +99,13 @@ class _Linear:
     __slots__ = ("_re",)
 
     def __init__(self, pattern: str) -> None:
-        self._re = re2.compile(pattern, _options())
+        try:
+            self._re = re2.compile(pattern, _options())
+        except re2.error as exc:
+            reason = exc.args[0] if exc.args else ""
+            if isinstance(reason, bytes):
+                reason = reason.decode("utf-8", "replace")
+            raise error(f"RE2 does not take this pattern: {reason}") from None
 
     @property
     def pattern(self) -> str:
@@ -159,7 +187,7 @@ def _readable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def compile(pattern: str) -> Pattern:  # noqa: A001 - the name every regex module uses
+def compile(pattern: str) -> Pattern:
     """The pattern, compiled by RE2. Flags go inline: `(?s)`, `(?i)`, `(?m)`."""
     return cast(Pattern, _Linear(pattern))
 
@@ -167,6 +195,3 @@ def compile(pattern: str) -> Pattern:  # noqa: A001 - the name every regex modul
 def is_linear(value: object) -> bool:
     """Whether value is a pattern compiled here (tests enumerate the modules' patterns)."""
     return isinstance(value, _Linear)
-
-
-error = re2.error

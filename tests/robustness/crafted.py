@@ -154,11 +154,21 @@ def _literals(items: sre_parse.SubPattern) -> str:
     return "".join(dict.fromkeys("".join(out)))
 
 
+# RE2 spellings Python's parser does not read, and what stands for them here.
+_RE2_ONLY = [
+    (re.compile(r"\\x\{([0-9a-fA-F]+)\}"), lambda m: f"\\U{int(m.group(1), 16):08x}"),
+    (re.compile(r"\\p[LN]|\\p\{[A-Za-z]+\}"), lambda m: "a"),
+    (re.compile(r"\\z"), lambda m: "\\Z"),
+]
+
+
 def prefixes(pattern: str | bytes, flags: int = 0) -> list[str]:
     """Non-empty strings that match a start of the pattern, the shorter starts first."""
     if isinstance(pattern, bytes):
         pattern = pattern.decode("latin-1")
         flags &= ~re.ASCII
+    for spelling, python in _RE2_ONLY:
+        pattern = spelling.sub(python, pattern)
     tree = sre_parse.parse(pattern, flags & ~re.DEBUG)
     full, starts = _Walk(_literals(tree)).seq(tree)
     return [s for s in dict.fromkeys(starts + full) if s]
@@ -168,18 +178,26 @@ _FILLERS = ("a", " ", "\\")
 _SEPARATORS = ("", " ", "\n", ", ")
 
 
+def shapes(pattern: str | bytes, flags: int = 0, limit: int = _CAP) -> list[tuple[str, str]]:
+    """(head, unit) pairs: a text is the head, then the unit repeated. Each start of the
+    pattern repeated (bare, or after a space, newline or comma); followed by a long run; and its
+    first character followed by the rest repeated (`"` then `\\"`…: every quote opens a
+    string that never closes)."""
+    out: list[tuple[str, str]] = []
+    for start in prefixes(pattern, flags)[:limit]:
+        out += [("", start + sep) for sep in _SEPARATORS]
+        out += [(start, filler) for filler in _FILLERS]
+        if len(start) > 1:
+            out.append((start[0], start[1:]))
+    return list(dict.fromkeys(out))
+
+
+def build(head: str, unit: str, size: int) -> str:
+    """head + unit repeated, about size characters in all."""
+    return head + unit * max(1, (size - len(head)) // len(unit))
+
+
 def crafted(pattern: str | bytes, flags: int = 0, size: int = 1 << 20) -> Iterator[str]:
-    """Texts of about `size` characters a backtracking engine finds hardest: each prefix of the
-    pattern repeated (bare, or after a space, newline or comma), and followed by a long run."""
-    seen: set[str] = set()
-    for start in prefixes(pattern, flags)[:_CAP]:
-        for sep in _SEPARATORS:
-            unit = start + sep
-            text = unit * (size // len(unit) + 1)
-            if text not in seen:
-                seen.add(text)
-                yield text[:size]
-        for filler in _FILLERS:
-            yield start + filler * size
-        if len(start) > 1:  # `"` then `\"` repeated: every quote opens a string that never closes
-            yield start[0] + start[1:] * (size // (len(start) - 1))
+    """Texts of about `size` characters a backtracking engine finds hardest (see shapes)."""
+    for head, unit in shapes(pattern, flags):
+        yield build(head, unit, size)

@@ -188,11 +188,7 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                 line.objects.append(Found(number, start, text[start:end], value, None, text))
                 pos = end
                 continue
-            if (
-                text[-1] == "}"
-                and len(text) - start <= MAX_OBJECT_CHARS
-                and end in (-3, len(text))
-            ):
+            if text[-1] == "}" and len(text) - start <= MAX_OBJECT_CHARS and end in (-3, len(text)):
                 # A repr dict that ends the line (tau-bench's `✅ task_id=N {info}`): when the
                 # rest of the line reads as one value, its brace closes there, and matching
                 # braces first would only find that out again.

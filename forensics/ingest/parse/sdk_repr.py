@@ -170,8 +170,8 @@ def find(text: str) -> list[tuple[int, int, Any, str | None]]:
         except _Unsupported as exc:
             out.append((start, end, None, f"printed {kind}(…) does not parse ({exc})"))
         pos = end
-    if not out and (m := _STR_FORM.search(text)):
-        start = m.start(1)
+    if not out and (fields := _STR_FORM.search(text)):
+        start = fields.start(1)
         kind = "ChatCompletion" if text.startswith("id=", start) else "AIMessage"
         body = text[start:].rstrip()
         try:
