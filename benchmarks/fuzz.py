@@ -50,6 +50,31 @@ def _intact_secrets(data: bytes) -> list[tuple[str, str]]:
     return out
 
 
+# Long crafted lines (issue 24): tokens that open a construct a reader's regex or scanner could
+# rescan to the end of the line (a think block, a string, a repr dict, a keyword, a fence),
+# repeated to a megabyte inside a line of the seed. A scan slower than HANG_S_PER_MB is a hang.
+CRAFTED = ["<think>", '"a":', '\\"', "{'", "'\\'", "Namespace(a=", " content=", "<tools>[", "```",
+           "a=\\'", "{} ", "\\", "a@", '{"name":' + " " * 64]  # fmt: skip
+HANG_S_PER_MB = 10
+
+
+def long_line(raw: bytes) -> st.SearchStrategy[bytes]:
+    """raw with one crafted token repeated to a megabyte at a random place of a random line."""
+    lines = raw.split(b"\n")
+
+    def insert(at: int, offset: int, token: str) -> bytes:
+        line = lines[at]
+        cut = offset % (len(line) + 1)
+        run = token.encode() * ((1 << 20) // len(token.encode()))
+        return b"\n".join([*lines[:at], line[:cut] + run + line[cut:], *lines[at + 1 :]])
+
+    if raw.startswith(b"PK\x03\x04"):
+        return st.just(raw)  # a ZIP: its members are compressed, no line to lengthen
+    return st.builds(
+        insert, st.integers(0, len(lines) - 1), st.integers(0), st.sampled_from(CRAFTED)
+    )
+
+
 def fuzz(fmt: str, examples: int, seed_value: int, keep: Path | None, counts: dict) -> None:
     raw = planted(SEEDS[fmt].read_bytes())
 
@@ -62,18 +87,22 @@ def fuzz(fmt: str, examples: int, seed_value: int, keep: Path | None, counts: di
     )
     @given(data=st.data())
     def run(data: st.DataObject) -> None:
-        mutated = data.draw(mutation(raw))
+        mutated = data.draw(st.one_of(mutation(raw), long_line(raw)))
         counts["inputs"] += 1
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             path = work / SEEDS[fmt].name
             path.write_bytes(mutated)
             problems = []
+            started = time.perf_counter()
             code, out, err = run_cli(
                 "scan", str(path), "-o", str(work / "out"), "--json", str(work / "r.json"),
                 "--md", str(work / "r.md"), "--sarif", str(work / "r.sarif"),
                 "--junit", str(work / "r.xml"), "--github",
             )  # fmt: skip
+            took = time.perf_counter() - started
+            if took > HANG_S_PER_MB * max(1, len(mutated) / (1 << 20)):
+                problems.append(("hang", f"{took:.0f} s for {len(mutated):,} bytes"))
             if code not in (0, 1) or "Traceback" in out + err or "internal error" in err:
                 problems.append(("crash", f"exit {code}: {err.strip()[-300:]}"))
             else:
@@ -109,7 +138,9 @@ def main() -> None:
     parser.add_argument("--formats", nargs="*", default=sorted(SEEDS))
     parser.add_argument("--keep", type=Path, help="copy failing inputs here")
     args = parser.parse_args()
-    counts: dict = {"inputs": 0, "crash": 0, "silent loss": 0, "leak": 0, "examples": []}
+    counts: dict = {
+        "inputs": 0, "crash": 0, "hang": 0, "silent loss": 0, "leak": 0, "examples": [],
+    }  # fmt: skip
     started = time.perf_counter()
     for fmt in args.formats:
         before = counts["inputs"]

@@ -39,9 +39,20 @@ _STATES = 1024  # conversations in flight kept resumable; past it the index star
 _LOOK_BACK = 16  # messages a request may add to the last one's before resuming is not tried
 
 
+_OPENERS = [opener for opener, _ in markers.REASONING_TAGS]
+_CLOSERS = [closer for _, closer in markers.REASONING_TAGS]
+
+
 def _visible(text: str) -> str:
+    # Each step runs only when its tag is in the text: a call of RE2's binding costs more than
+    # the substring tests on the short texts of a conversation.
     if "hink" in text or "HINK" in text:  # every reasoning tag spells think/THINK
-        text = _LEADING.sub("", _UNCLOSED.sub("", _CLOSED.sub("", text)), count=1)
+        if any(opener in text for opener in _OPENERS):
+            text = _CLOSED.sub("", text)
+            if any(opener in text for opener in _OPENERS):
+                text = _UNCLOSED.sub("", text)
+        if any(closer in text for closer in _CLOSERS):
+            text = _LEADING.sub("", text, count=1)
     return text.strip()
 
 
