@@ -11,6 +11,7 @@ and the slowest repeated to a megabyte under a time limit.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import re
@@ -18,6 +19,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,19 +196,21 @@ KNOWN: dict[str, tuple[tuple[str, str], str]] = {
 }
 
 
-def _run(pattern: Any, text: str, single: bool) -> None:
+def _run(pattern: Any, text: str, single: bool, call: str = "search") -> None:
     subject: Any = text.encode("utf-8", "replace") if isinstance(pattern.pattern, bytes) else text
     if single:
-        pattern.search(subject)
+        getattr(pattern, call if call in ("match", "fullmatch") else "search")(subject)
         return
     for _ in pattern.finditer(subject):  # every start tried: the worst of search, match and sub
         pass
 
 
-def _cost(pattern: Any, text: str, single: bool, limit: float = LIMIT) -> float:
+def _cost(
+    pattern: Any, text: str, single: bool, limit: float = LIMIT, call: str = "search"
+) -> float:
     started = time.process_time()
     with _deadline(limit):
-        _run(pattern, text, single)
+        _run(pattern, text, single, call)
     return time.process_time() - started
 
 
@@ -234,6 +238,68 @@ def test_pattern_is_linear_on_crafted_megabytes(name: str):
         for head, unit in dict.fromkeys(screened[:2] + EXTRA.get(name, [])):
             took = _cost(pattern, build(head, unit, MB), single, limit)
             assert took < limit, f"{name} on {head!r} + {unit!r} * N: {took:.2f} s"
+
+
+# --- patterns written inline: `re.sub(r"...", ...)` in a function ------------------------------
+
+_CALLS = {"search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split", "compile"}
+
+
+def _inline() -> dict[str, tuple[str | bytes, int, str]]:
+    """module:line -> (pattern, flags, call) of every `re.<call>` whose pattern is a literal,
+    outside a module-level assignment (those are compiled patterns, above); a pattern that is
+    no literal fails here, since nothing could attack it."""
+    found: dict[str, tuple[str | bytes, int, str]] = {}
+    root = Path(forensics.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {  # module-level assignments: their patterns are enumerated above
+            id(node)
+            for statement in tree.body
+            if isinstance(statement, ast.Assign | ast.AnnAssign)
+            for node in ast.walk(statement)
+        }
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "re"
+                and node.func.attr in _CALLS
+                and id(node) not in top
+            ):
+                continue
+            where = f"{path.relative_to(root.parent)}:{node.lineno}"
+            first = node.args[0] if node.args else None
+            assert isinstance(first, ast.Constant), f"{where}: a pattern that is no literal"
+            flags = 0
+            for arg in [*node.args[1:], *(k.value for k in node.keywords)]:
+                for name in ast.walk(arg):
+                    if (
+                        isinstance(name, ast.Attribute)
+                        and isinstance(name.value, ast.Name)
+                        and name.value.id == "re"
+                        and isinstance(getattr(re, name.attr), int)
+                    ):
+                        flags |= getattr(re, name.attr)
+            found[where] = (first.value, flags, node.func.attr)
+    return found
+
+
+INLINE = _inline()
+
+
+@pytest.mark.parametrize("where", sorted(INLINE))
+def test_inline_pattern_is_linear_on_crafted_megabytes(where: str):
+    pattern, flags, call = INLINE[where]
+    compiled = re.compile(pattern, flags)
+    # tried as it is called: a match once at the start, anything else at every start
+    single = call in ("match", "fullmatch", "search")
+    cases = shapes(pattern, flags)
+    screened = sorted(cases, key=lambda c: -_cost(compiled, build(*c, 8 * 1024), single, call=call))
+    for head, unit in screened[:2]:
+        took = _cost(compiled, build(head, unit, MB), single, call=call)
+        assert took < LIMIT, f"{where} on {head!r} + {unit!r} * N: {took:.2f} s"
 
 
 # --- the sites of issue 24, through the functions that read the text -------------------------
