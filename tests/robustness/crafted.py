@@ -162,6 +162,10 @@ _RE2_ONLY = [
 ]
 
 
+_GLOBAL_FLAGS = re.compile(r"\(\?([ims]+)\)")
+_FLAG = {"i": re.I, "m": re.M, "s": re.S}
+
+
 def prefixes(pattern: str | bytes, flags: int = 0) -> list[str]:
     """Non-empty strings that match a start of the pattern, the shorter starts first."""
     if isinstance(pattern, bytes):
@@ -169,6 +173,11 @@ def prefixes(pattern: str | bytes, flags: int = 0) -> list[str]:
         flags &= ~re.ASCII
     for spelling, python in _RE2_ONLY:
         pattern = spelling.sub(python, pattern)
+    # Rust and RE2 take a global flag anywhere (two patterns joined by `|`), Python at the start
+    for letters in _GLOBAL_FLAGS.findall(pattern):
+        for letter in letters:
+            flags |= _FLAG[letter]
+    pattern = _GLOBAL_FLAGS.sub("", pattern)
     tree = sre_parse.parse(pattern, flags & ~re.DEBUG)
     full, starts = _Walk(_literals(tree)).seq(tree)
     return [s for s in dict.fromkeys(starts + full) if s]

@@ -16,6 +16,7 @@ import importlib
 import pkgutil
 import re
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ import pytest
 from crafted import build, shapes
 
 import forensics
-from forensics import linear
+from forensics import linear, markers
 
 MB = 1 << 20
 LIMIT = 2.0  # seconds of CPU for a megabyte, where a quadratic pattern takes minutes
@@ -359,3 +360,47 @@ def test_re2_refuses_what_it_can_not_run_in_linear_time():
     for pattern in (r"(?<=a)b", r"(a)\1", r"a*+"):
         with pytest.raises(linear.error):
             linear.compile(pattern)
+
+
+# --- the patterns enrich runs in polars (Rust's regex) over every value of a column ------------
+
+# Rust's regex answers one search in linear time; a run of matches (replace_all, extract_all,
+# count_matches) is where it could not be. These are the ones enrich runs that way.
+_POLARS = {
+    "CLOSED_BLOCK_RE|UNCLOSED_TAIL_RE": f"{markers.CLOSED_BLOCK_RE}|{markers.UNCLOSED_TAIL_RE}",
+    "CLOSED_BLOCK_RE": markers.CLOSED_BLOCK_RE,
+    "UNCLOSED_TAIL_RE": markers.UNCLOSED_TAIL_RE,
+    "LEADING_TO_CLOSER_RE": markers.LEADING_TO_CLOSER_RE,
+    "LAST_SENTENCE_RE": markers.LAST_SENTENCE_RE,
+    "OPEN_RE": markers.OPEN_RE,
+    "CLOSE_RE": markers.CLOSE_RE,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_POLARS))
+def test_enrich_patterns_run_in_linear_time_in_polars(name: str):
+    import polars as pl
+
+    pattern = _POLARS[name]
+
+    def cost(text: str) -> float:
+        # Rust holds no Python signal: the work runs on a thread that is waited for, not stopped
+        series, took = pl.Series([text]), [LIMIT]
+
+        def work() -> None:
+            started = time.perf_counter()
+            series.str.replace_all(pattern, "")
+            series.str.extract_all(pattern)
+            series.str.count_matches(pattern)
+            took[0] = time.perf_counter() - started
+
+        worker = threading.Thread(target=work, daemon=True)
+        worker.start()
+        worker.join(LIMIT * 5)
+        return took[0]
+
+    cases = shapes(pattern)
+    screened = sorted(cases, key=lambda c: -cost(build(*c, 8 * 1024)))
+    for head, unit in screened[:2]:
+        took = cost(build(head, unit, MB))
+        assert took < LIMIT, f"{name} on {head!r} + {unit!r} * N: {took:.2f} s"
