@@ -246,11 +246,11 @@ def test_pattern_is_linear_on_crafted_megabytes(name: str):
 _CALLS = {"search", "match", "fullmatch", "sub", "subn", "finditer", "findall", "split", "compile"}
 
 
-def _inline() -> dict[str, tuple[str | bytes, int, str]]:
+def _inline() -> dict[str, tuple[str | bytes | None, int, str]]:
     """module:line -> (pattern, flags, call) of every `re.<call>` whose pattern is a literal,
     outside a module-level assignment (those are compiled patterns, above); a pattern that is
     no literal fails here, since nothing could attack it."""
-    found: dict[str, tuple[str | bytes, int, str]] = {}
+    found: dict[str, tuple[str | bytes | None, int, str]] = {}
     root = Path(forensics.__file__).parent
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -272,7 +272,9 @@ def _inline() -> dict[str, tuple[str | bytes, int, str]]:
                 continue
             where = f"{path.relative_to(root.parent)}:{node.lineno}"
             first = node.args[0] if node.args else None
-            assert isinstance(first, ast.Constant), f"{where}: a pattern that is no literal"
+            if not isinstance(first, ast.Constant):
+                found[where] = (None, 0, node.func.attr)
+                continue
             flags = 0
             for arg in [*node.args[1:], *(k.value for k in node.keywords)]:
                 for name in ast.walk(arg):
@@ -290,9 +292,15 @@ def _inline() -> dict[str, tuple[str | bytes, int, str]]:
 INLINE = _inline()
 
 
-@pytest.mark.parametrize("where", sorted(INLINE))
+def test_every_inline_pattern_is_a_literal():
+    # a pattern built at run time (from a rule file, say) can not be attacked here: RE2 it
+    assert sorted(where for where, (pattern, _, _) in INLINE.items() if pattern is None) == []
+
+
+@pytest.mark.parametrize("where", sorted(w for w, (p, _, _) in INLINE.items() if p is not None))
 def test_inline_pattern_is_linear_on_crafted_megabytes(where: str):
     pattern, flags, call = INLINE[where]
+    assert pattern is not None
     compiled = re.compile(pattern, flags)
     # tried as it is called: a match once at the start, anything else at every start
     single = call in ("match", "fullmatch", "search")
