@@ -4,8 +4,9 @@ Openers and closers of reasoning blocks that models write inline when no reasoni
 separates them. Counting them in content tells truncation (open, never closed) from leakage
 (a closed block, or a lone closer, inside visible text). Below them: tool-call markup per server
 parser, the prose signals of the heuristic rules, and the request keys every OpenAI-compatible
-server accepts. Patterns are written once for both regex engines (polars/Rust and Python `re`):
-no look-around, no back-references, flags only at the start.
+server accepts. Patterns are written once for the regex engines that run them (polars/Rust,
+RE2 through forensics.linear, Python `re`): no look-around, no back-references, flags only at
+the start.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import re
 from functools import partial
 from typing import Any
 
+from forensics import linear
 from forensics.redact import clip, redact_text
 
 # The formats, as enrich names them (schema: text_call_format).
@@ -37,9 +38,7 @@ GATE = re.compile(
     # [ \t], not \s: with (?m) a \s* at every line start would rescan the text (quadratic)
     r'^[ \t]*(?:```(?:json)?\s*)?\{\s*"(?:name|function_call|tool_call)"\s*:'
 )
-# An object that opens like a call: its name or action, or a wrapper around one (the legacy
-# OpenAI `{"function_call": {...}}`, `{"tool_call": {...}}`) written as content.
-_CALL_OBJECT = re.compile(r'\s*[\[{]\s*"(?:name|action|function_call|tool_call)"\s*:')
+# Wrappers around a call object written as content.
 _WRAPPERS = ("function", "function_call", "tool_call")
 # A marker only starts a call when a payload follows it: prose that names `[TOOL_CALLS]` or
 # writes `Action: …` in words is no call.
@@ -50,7 +49,20 @@ _ACTION = re.compile(r"(?m)^[ \t]*Action:[ \t]*")
 _ACTION_INPUT = re.compile(r"(?m)^[ \t]*Action Input:[ \t]*")
 # Where a LangChain action input ends: the next protocol label.
 _NEXT_LABEL = re.compile(r"(?m)^[ \t]*(?:Observation|Thought|Action|Final Answer):")
-_FENCE = re.compile(r"(?s)```(json|tool_code|python)?[ \t]*\n?(.*?)```")
+# The blanks after the opener are possessive: giving some back to the body can not find a
+# closer the body did not (they hold no backtick), and an unclosed fence retried its body once
+# per blank (quadratic in a run of spaces). On `re`: RE2's binding costs 15 µs a fence.
+_FENCE = re.compile(r"(?s)```(json|tool_code|python)?[ \t]*+\n?+(.*?)```")
+_S, _W = linear.SPACE, linear.WORD_CHARS
+# RE2 for these three as well: under `re` a run of blanks after `"name":` cost its length
+# squared times 64, and a long word with no `{` after it (or blanks before one) its square.
+_NAME_HINT = linear.compile(rf'"(?:name|action)"{_S}*:{_S}*"?([{_W}.\- ]{{1,64}}?)"?{_S}*[,}}]')
+_MISTRAL_CALL = linear.compile(rf"(?s)([{_W}.\-]+){_S}*(\{{.*)$")
+# An object that opens like a call: its name or action, or a wrapper around one (the legacy
+# OpenAI `{"function_call": {...}}`, `{"tool_call": {...}}`) written as content.
+_CALL_OBJECT = linear.compile(rf'{_S}*[\[{{]{_S}*"(?:name|action|function_call|tool_call)"{_S}*:')
+_LLAMA_END = re.compile(r"<\|eom_id\|>|<\|eot_id\|>")
+_BETWEEN_CALLS = re.compile(r"\}\s*;\s*\{")
 _ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
 # A payload shown when it does not parse, cut from redacted text (a decoded key may cross the cut).
 _shown = partial(clip, limit=500)
@@ -68,7 +80,7 @@ def _json_error(exc: json.JSONDecodeError) -> str:
 
 def _name_hint(text: str) -> str | None:
     """The tool name of a payload that does not parse, when its "name"/"action" value shows."""
-    m = re.search(r'"(?:name|action)"\s*:\s*"?([\w.\- ]{1,64}?)"?\s*[,}]', text)
+    m = _NAME_HINT.search(text)
     return m.group(1).strip() if m else None
 
 
@@ -198,7 +210,7 @@ def _mistral(text: str) -> list[dict[str, str | None]]:
             continue
         name, sep, args = piece.partition("[ARGS]")
         if not sep:
-            m = re.match(r"([\w.\-]+)\s*(\{.*)$", piece, re.S)
+            m = _MISTRAL_CALL.match(piece)
             name, args = (m.group(1), m.group(2)) if m else (clip(piece, 64), "")
         try:
             json.loads(args)
@@ -212,10 +224,10 @@ def _mistral(text: str) -> list[dict[str, str | None]]:
 def _python_tag(text: str) -> list[dict[str, str | None]]:
     """Llama 3.x: JSON `{"name", "parameters"}` calls (`;`-separated) or built-in Python."""
     payload = text.split("<|python_tag|>", 1)[1]
-    payload = re.split(r"<\|eom_id\|>|<\|eot_id\|>", payload)[0].strip()
+    payload = _LLAMA_END.split(payload)[0].strip()
     if payload.startswith("{"):
         out: list[dict[str, str | None]] = []
-        for part in re.split(r"\}\s*;\s*\{", payload):
+        for part in _BETWEEN_CALLS.split(payload):
             part = part if part.startswith("{") else "{" + part
             part = part if part.endswith("}") else part + "}"
             out.extend(_json_values(part))

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from forensics import linear
 from forensics.check import rulefile
 from forensics.check.engine import CAUSES_FILE, Rule, RuleError
 
@@ -176,9 +177,15 @@ class CausePack:
         if not subject:
             return None
         for pattern, value in self.lookups.get(table, []):
-            if re.search(pattern, subject, re.IGNORECASE):
+            if _lookup_pattern(pattern).search(subject):
                 return value
         return None
+
+
+@lru_cache(maxsize=256)
+def _lookup_pattern(pattern: str) -> linear.Pattern:
+    # RE2, as the rules' SQL runs them: the subject is a model name read from a log.
+    return linear.compile(f"(?i:{pattern})")
 
 
 def _params(table: dict[str, ParamTable], where: str, key: str) -> dict[str, Param]:
@@ -244,8 +251,8 @@ def _parsed(where: str, text: str) -> CausePack:
     for name, table in data.lookup.items():
         for pattern in table:
             try:
-                re.compile(pattern)
-            except re.error as exc:
+                _lookup_pattern(pattern)
+            except linear.error as exc:
                 raise RuleError(f"{where}: lookup.{name}: {pattern!r}: {exc}") from None
         pack.lookups[name] = list(table.items())
     for entry in data.cause:

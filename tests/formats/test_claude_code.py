@@ -144,6 +144,8 @@ def test_a_block_written_after_the_result_of_an_earlier_call_still_joins_its_res
     assert [c["id"] for c in first["tool_calls"]] == ["toolu_A", "toolu_B"]
     assert (first["content"], first["finish_reason_raw"]) == ("Reading both.", "tool_use")
     assert turns["tool_call_id"].to_list()[2:4] == ["toolu_A", "toolu_B"]
+
+
 # --- issue 21: a stream-json run that stops without its result line -------------------------
 
 ROAST = DATA / "corpus" / "files" / "claude_code" / "Shopify__roast__simple_agent.stdout.txt"

@@ -267,6 +267,8 @@ def test_same_usage_across_a_returned_result_is_another_call():
         (result.turns["actor"] == "agent") & (result.turns["input_tokens"] == 850)
     )
     assert cont.height == 3
+
+
 # --- issue 21: how a trajectory ended, and terminus-2's format-error replies ---------------
 
 ATIF = Path(__file__).parent.parent / "data" / "corpus" / "files" / "harbor_atif"

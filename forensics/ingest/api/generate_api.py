@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forensics import linear
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, error_text
 
 # role, text, and whether the segment was closed (an open last one is the generation prompt).
@@ -28,7 +29,9 @@ _CHATML = re.compile(r"<\|im_start\|>(\w+)\n?(.*?)(<\|im_end\|>|(?=<\|im_start\|
 _LLAMA3 = re.compile(
     r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n*(.*?)(<\|eot_id\|>|<\|eom_id\|>|\Z)", re.S
 )
-_LEADING_THINK = re.compile(r"\s*<think>(.*?)</think>\s*", re.S)
+# RE2: under `re`, a `<think>` that never closes behind a long run of blanks was rescanned once
+# per blank.
+_LEADING_THINK = linear.compile(rf"(?s){linear.SPACE}*<think>(.*?)</think>{linear.SPACE}*")
 _ROLES = {"ipython": "tool", "tool": "tool", "system": "system", "assistant": "assistant"}
 
 

@@ -32,6 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from forensics import linear
 from forensics.ingest import jsonrecords
 from forensics.ingest.formats import _ending
 from forensics.ingest.parse import jsonhead
@@ -64,7 +65,8 @@ _ROLES = {
 _CALL_SPEAKERS = {"function_call", "function-call"}
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
 # The prompt names the tags in prose ("within <tools> </tools> XML tags") before the block.
-_TOOLS = re.compile(r"<tools>\s*([\[{].*?)\s*</tools>", re.S)
+# RE2: under `re` every `<tools>[` of a text without a closer rescanned the rest (quadratic).
+_TOOLS = linear.compile(rf"(?s)<tools>{linear.SPACE}*([\[{{].*?){linear.SPACE}*</tools>")
 _NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']+)["']""")
 # hermes-agent exports the reasoning the API returned apart as a leading <think> block; only a
 # closed block is the exporter's: an unclosed one is the model's own cut-off output.

@@ -39,6 +39,7 @@ FORMAT = "tau_bench_log"
 
 _RUNNING_TASK = re.compile(r"^\s*Running task (\S+?)(?:,|\s|$)")
 _RESULT = re.compile(r"(✅|❌)\s*task_id=(\S+)\s*$")
+_RESULT_REACH = 4096  # characters before an object where its result marker is looked for
 _NAMESPACE = re.compile(r"^\s*Namespace\((.*)\)\s*$")
 _RESULTS_SAVED = re.compile(r"Results saved to (\S+)")
 _CHECKPOINT = re.compile(r"\(checkpoint path: (\S+?)\)")
@@ -97,8 +98,12 @@ def _namespace_by_ast(body: str) -> dict[str, Any]:
     return out
 
 
-# A string (skipped whole) or a keyword that starts the body or follows `, `.
+# A string (skipped whole) or a keyword (group 3) that starts the body or follows `, `.
 _KWARG = re.compile(pyrepr.STRING + r"|(?:^|(?<=, ))([A-Za-z_][A-Za-z0-9_]*)=(?!=)")
+
+
+class _Unclosed(Exception):
+    pass
 
 
 def _namespace_as_dict(body: str) -> dict[str, Any] | None:
@@ -110,13 +115,20 @@ def _namespace_as_dict(body: str) -> dict[str, Any] | None:
     names: list[str] = []
 
     def key(m: re.Match[str]) -> str:
-        name = m.group(1)
+        name = m.group(3)
         if name is None:
+            if not (m.group(1) or m.group(2)):
+                # A quote that does not close: no literal, and Python's parser says so.
+                raise _Unclosed
             return m.group()
         names.append(name)
         return f'"{name}": '
 
-    read, value = pyrepr.loads("{" + _KWARG.sub(key, body) + "}")
+    try:
+        rewritten = _KWARG.sub(key, body)
+    except _Unclosed:
+        return None
+    read, value = pyrepr.loads("{" + rewritten + "}")
     if not read or list(value) != names or any(keyword.iskeyword(n) for n in names):
         return None
     return value
@@ -335,7 +347,9 @@ class _LogReader:
             )
             return
         value = found.value
-        result = _RESULT.search(found.prefix)
+        # Only the text just before the object can hold its `✅ task_id=N`: searching the whole
+        # prefix again for each object was quadratic in a line of many objects.
+        result = _RESULT.search(found.line_text, max(0, found.start - _RESULT_REACH), found.start)
         if result and isinstance(value, dict):
             self.add_result(found.line, result.group(1), result.group(2), value)
         elif sdk_repr.is_sdk_object(value):

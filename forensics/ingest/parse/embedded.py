@@ -26,9 +26,10 @@ from forensics.wording import json_error
 MAX_SPAN_LINES = 5000
 MAX_OBJECT_CHARS = 32 * 1024 * 1024
 
-# A whole string (a backslash escapes the next character) or a brace; a quote alone is a
-# string that does not close on its line.
-_STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|[{}'"]""", re.S)
+# A whole string (a backslash escapes the next character) or a brace. A string that does not
+# close on its line has an empty group 1 or 2: it matches to the line's end, where a failed
+# match would be tried again from every quote inside it.
+_STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+('?)|"[^"\\]*+(?:\\.[^"\\]*+)*+("?)|[{}]""", re.S)
 # An object starts with `{` followed by a key quote, an empty body or the end of the line
 # (pretty-printed). This keeps `{name}` placeholders in prose from being taken for data.
 _START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
@@ -40,10 +41,17 @@ class Found:
     """An object that starts on a line: parsed value, or the reason it could not be parsed."""
 
     line: int
-    prefix: str
+    start: int  # where on its line the object starts
     text: str
     value: Any = None
     error: str | None = None
+    # The line it starts on: its text before the object is `prefix`, cut only when asked for (a
+    # copy per object would be quadratic in a line of thousands of `{}`).
+    line_text: str = field(default="", repr=False)
+
+    @property
+    def prefix(self) -> str:
+        return self.line_text[: self.start]
 
 
 @dataclass
@@ -74,9 +82,45 @@ class _Braces:
                 self.depth -= 1
                 if self.depth == 0:
                     return m.end()
-            elif len(c) == 1:
+            elif m.group(1) == "" or m.group(2) == "":
                 return -2  # a quote that does not close on this line
         return -1
+
+
+class _Starts:
+    """What `_Braces().advance(text, start)` gives for each start on one line: (end, depth).
+
+    A line can hold thousands of `{'` starts that do not close (`{'{'{'…"`), and following
+    each of them to the line's end is quadratic. One pass from a start reads every brace after
+    it the same way a pass from any of those braces would (their strings pair up alike), so it
+    answers for all of them: a start gets its own pass only when an earlier pass read it inside
+    a string.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.known: dict[int, tuple[int, int]] = {}
+
+    def advance(self, start: int) -> tuple[int, int]:
+        if start not in self.known:
+            self._read(start)
+        return self.known[start]
+
+    def _read(self, start: int) -> None:
+        open_at: list[int] = []  # the braces not closed yet, innermost last
+        for m in _STEP.finditer(self.text, start):
+            c = m.group()
+            if c == "{":
+                open_at.append(m.start())
+            elif c == "}":
+                if open_at:
+                    self.known.setdefault(open_at.pop(), (m.end(), 0))
+            elif m.group(1) == "" or m.group(2) == "":
+                for at in open_at:
+                    self.known.setdefault(at, (-2, 0))
+                return
+        for depth, at in enumerate(reversed(open_at), start=1):
+            self.known.setdefault(at, (-1, depth))
 
 
 def parse_object(text: str) -> tuple[Any, str | None]:
@@ -121,33 +165,45 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
         if sdk and (sdk[-1][3] or "").endswith(sdk_repr.UNCLOSED):
             sdk[-1] = _sdk_across_lines(text, sdk[-1], next_line, pending)
         line = Line(number, text)
+        starts = _Starts(text)
         pos = 0
+        first = True
         while (m := _START.search(text, pos)) is not None:
             start = m.start()
-            prefix = text[:start]
+            # The first candidate tries the readers on the rest of the line before matching
+            # braces (most lines hold one object). Later ones match braces first, and read only
+            # what they enclose: each failed read of the rest of the line costs its length (a
+            # JSON error counts the lines before it), so a line of failing candidates would be
+            # quadratic. A JSON object or repr dict ends at its closing brace, so this finds
+            # what reading the rest would.
+            braces = _Braces()
+            end, braces.depth = (-3, 0) if first else starts.advance(start)
+            rest = text[start:] if first else text[start:end] if end >= 0 else ""
+            first = False
             # Fast path: a complete JSON value from here on this line.
             try:
-                value, end = _DECODER.raw_decode(text, start)
+                value, read_to = _DECODER.raw_decode(rest) if rest else (None, -1)
             except (json.JSONDecodeError, RecursionError):
-                value, end = None, -1
-            if end != -1:
-                line.objects.append(Found(number, prefix, text[start:end], value))
+                value, read_to = None, -1
+            if read_to != -1:
+                end = start + read_to
+                line.objects.append(Found(number, start, text[start:end], value, None, text))
                 pos = end
                 continue
-            if text[-1] == "}" and len(text) - start <= MAX_OBJECT_CHARS:
+            if text[-1] == "}" and len(text) - start <= MAX_OBJECT_CHARS and end in (-3, len(text)):
                 # A repr dict that ends the line (tau-bench's `✅ task_id=N {info}`): when the
                 # rest of the line reads as one value, its brace closes there, and matching
                 # braces first would only find that out again.
                 read, value = pyrepr.loads(text[start:])
                 if read:
-                    line.objects.append(Found(number, prefix, text[start:], value))
+                    line.objects.append(Found(number, start, text[start:], value, None, text))
                     break
-            braces = _Braces()
-            end = braces.advance(text, start)
+            if end == -3:
+                end, braces.depth = starts.advance(start)
             if end >= 0:
                 chunk = text[start:end]
                 value, error = parse_object(chunk)
-                line.objects.append(Found(number, prefix, chunk, value, error))
+                line.objects.append(Found(number, start, chunk, value, error, text))
                 pos = end
                 continue
             if end == -2:
@@ -179,7 +235,7 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
             if outcome == "closed":
                 chunk = "\n".join(parts)
                 value, error = parse_object(chunk)
-                line.objects.append(Found(number, prefix, chunk, value, error))
+                line.objects.append(Found(number, start, chunk, value, error, text))
                 # The rest of the closing line is ordinary text, read again on its own.
                 last_number, last_text = consumed[-1]
                 rest = (last_text or "")[end:]
@@ -192,8 +248,9 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                     if outcome == "eof"
                     else f"object does not close within {MAX_SPAN_LINES} lines; skipped"
                 )
-                shown = clip("\n".join(parts), 2000)
-                line.objects.append(Found(number, prefix, shown, None, reason))
+                line.objects.append(
+                    Found(number, start, clip("\n".join(parts), 2000), None, reason, text)
+                )
             # Everything after the start line is read again as ordinary lines.
             pending.extendleft(reversed(consumed))
             break
@@ -210,7 +267,7 @@ def _merge_sdk(line: Line, text: str, sdk: list[tuple[int, int, Any, str | None]
     `{'messages': [HumanMessage(...), AIMessage(...)]}`) is read through those objects; the
     dicts inside an SDK object (its response_metadata) are that object's.
     """
-    spans = [(len(f.prefix), len(f.prefix) + len(f.text), f) for f in line.objects]
+    spans = [(f.start, f.start + len(f.text), f) for f in line.objects]
     kept = [
         (s, e, v, r)
         for s, e, v, r in sdk
@@ -222,8 +279,8 @@ def _merge_sdk(line: Line, text: str, sdk: list[tuple[int, int, Any, str | None]
         if not any(s <= fs and fe <= e for s, e, _v, _r in kept)
         and not (f.error is not None and any(fs <= s and e <= fe for s, e, _v, _r in kept))
     ]
-    objects += [Found(line.number, text[:s], text[s:e], v, r) for s, e, v, r in kept]
-    line.objects = sorted(objects, key=lambda f: len(f.prefix))
+    objects += [Found(line.number, s, text[s:e], v, r, text) for s, e, v, r in kept]
+    line.objects = sorted(objects, key=lambda f: f.start)
 
 
 def _sdk_across_lines(

@@ -9,8 +9,30 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+("?)|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+_NOT_STRING = re.compile(r'[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+def _tokens(text: str) -> Iterator[str]:
+    """Strings, punctuation and bare words. A string that does not close (group 1 empty) is
+    matched to where it stops, and its inside read as if its quote were no token: every quote
+    in there opens a string that stops at the same place. Failing to match it instead would
+    rescan the rest of the head from each of those quotes (quadratic)."""
+    pos = 0
+    while (m := _TOKEN.search(text, pos)) is not None:
+        if m.group(1) == "":
+            stop, pos = m.end(), m.start() + 1
+            for inner in _NOT_STRING.finditer(text, pos):
+                if inner.start() >= stop:
+                    break
+                yield inner.group()
+                pos = inner.end()
+            pos = max(pos, stop)
+            continue
+        yield m.group()
+        pos = m.end()
 
 
 # (text, end, keys) of the last head read: format detection asks every sniffer in turn about
@@ -60,8 +82,7 @@ def _top_level(stripped: str) -> tuple[int | None, dict[str, object]]:
     depth = 0
     key: str | None = None
     expect_value = False
-    for m in _TOKEN.finditer(body):
-        tok = m.group()
+    for tok in _tokens(body):
         if tok in "{[":
             if depth == 1 and expect_value and key is not None:
                 out[key] = None

@@ -198,7 +198,23 @@ class LineCounter:
         return self.line
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+("?)|[{}\[\]:,]')
+_PUNCTUATION = re.compile(r"[{}\[\]:,]")
+
+
+def _tokens(text: str, pos: int) -> Iterator[tuple[str, int]]:
+    """(token, start) of the strings and punctuation from pos. A string that does not close
+    (group 1 empty) is matched to where it stops and its inside read as if its quote were no
+    token: every quote in there opens a string that stops at the same place. Failing to match
+    it instead would rescan the rest of the head from each of those quotes (quadratic)."""
+    while (m := _TOKEN.search(text, pos)) is not None:
+        if m.group(1) == "":
+            for inner in _PUNCTUATION.finditer(text, m.start() + 1, m.end()):
+                yield inner.group(), inner.start()
+            pos = m.end()
+            continue
+        yield m.group(), m.start()
+        pos = m.end()
 
 
 # (text, start, keys) of the last call: format detection asks several sniffers (tau2 results,
@@ -228,17 +244,17 @@ def _top_level_keys(text: str, start: int) -> list[str]:
     keys: list[str] = []
     depth = 0
     pending: str | None = None
-    tokens = _TOKEN.finditer(text, brace)
-    while (m := next(tokens, None)) is not None:
-        tok = m.group()
+    tokens = _tokens(text, brace)
+    while (token := next(tokens, None)) is not None:
+        tok, start = token
         if tok in "{[":
             if depth == 1:  # a value: when it parses, step over it in C (it holds no key)
                 try:
-                    end = _DECODER.raw_decode(text, m.start())[1]
+                    end = _DECODER.raw_decode(text, start)[1]
                 except (ValueError, RecursionError):
                     pass
                 else:
-                    tokens = _TOKEN.finditer(text, end)
+                    tokens = _tokens(text, end)
                     pending = None
                     continue
             depth += 1

@@ -20,13 +20,19 @@ from typing import Any
 # Python's tokenizer refuses brackets nested deeper than this; JSON would read them.
 MAX_NESTING = 200
 
-# A whole string literal without prefix, in either quote (a backslash escapes what follows).
-STRING = r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'" r'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
+# A string literal without prefix, in either quote (a backslash escapes what follows). Group 1
+# or 2 holds its closing quote, and is empty for a string that does not close on its line: it
+# matches to where it stops. A scan that skips strings stays linear so; a string that failed
+# to match would be tried again from every quote inside it (`'\'\'\'…`), each time to the
+# end of the line.
+STRING = r"'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+('?)" r'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+("?)'
 _TOKEN = re.compile(
-    r"'([^'\\\n]*+(?:\\.[^'\\\n]*+)*+)'"  # 1: a single-quoted string's body
-    r'|"([^"\\\n]*+(?:\\.[^"\\\n]*+)*+)"'  # 2: a double-quoted string's body
-    r"|(?<![\w.])(True|False|None)\b"  # 3: the constants
-    r"|(?<![\w.])[A-Za-z_]|['\"]",  # any other name, or a quote that does not close: give up
+    # a single- or double-quoted string's body; the closing quote is empty for a string that does
+    # not close on its line (matched whole, as in STRING)
+    r"'(?P<single>[^'\\\n]*+(?:\\.[^'\\\n]*+)*+)(?P<single_end>'?)"
+    r'|"(?P<double>[^"\\\n]*+(?:\\.[^"\\\n]*+)*+)(?P<double_end>"?)'
+    r"|(?<![\w.])(?P<constant>True|False|None)\b"
+    r"|(?<![\w.])[A-Za-z_]",  # any other name: give up
 )
 _CONSTANTS = {"True": "true", "False": "false", "None": "null"}
 # Escapes that mean the same in a Python string and in JSON, and those that need rewriting.
@@ -34,7 +40,9 @@ _CONSTANTS = {"True": "true", "False": "false", "None": "null"}
 # by Python, JSON's \/) gives up.
 # A raw double quote (only in a single-quoted body) is escaped for JSON.
 _ESCAPE = re.compile(r"\\(?:([\\\"nrtbf])|(')|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|.)|(\")", re.S)
-_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.S)
+# Read over JSON that decoded, where every string closes; the closing quote is optional all the
+# same, so that no text makes a string that fails to match be tried again from each quote in it.
+_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"?|[\[\]{}]', re.S)
 
 
 class _GiveUp(Exception):
@@ -65,16 +73,20 @@ def _escape(m: re.Match[str]) -> str:
 
 
 def _token(m: re.Match[str]) -> str:
-    body = m.group(1)
+    body = m.group("single")
     if body is not None:
+        if not m.group("single_end"):
+            raise _GiveUp("quote")
         if "\\" in body or '"' in body:
             body = _ESCAPE.sub(_escape, body)
         return '"' + body + '"'
-    body = m.group(2)
+    body = m.group("double")
     if body is not None:
+        if not m.group("double_end"):
+            raise _GiveUp("quote")
         return '"' + _ESCAPE.sub(_escape, body) + '"' if "\\" in body else m.group(0)
-    if m.group(3) is not None:
-        return _CONSTANTS[m.group(3)]
+    if m.group("constant") is not None:
+        return _CONSTANTS[m.group("constant")]
     raise _GiveUp("name")
 
 

@@ -21,6 +21,7 @@ import re
 import tokenize
 from typing import Any
 
+from forensics import linear
 from forensics.ingest.parse.apicommon import as_int, text_of
 
 MAX_CHARS = 4 * 1024 * 1024
@@ -44,8 +45,12 @@ _START = re.compile(
     # stream event (RawMessageStartEvent(message=Message(...))) or another SDK's Message.
     r"|(?<![=\w.])(Message|BetaMessage)\((?=id='msg_)"
 )
-# pydantic's str(): the fields of the outer object, space-separated, without its class name.
-_STR_FORM = re.compile(r"(?:^|(?<=\s))(?:id='chatcmpl-|content=(?=.*\sresponse_metadata=))")
+# pydantic's str(): the fields of the outer object, space-separated, without its class name;
+# group 1 starts it. RE2: as a lookahead under `re`, `.*` ran to the line's end once per
+# `content=` (quadratic).
+_STR_FORM = linear.compile(
+    rf"(?:^|{linear.SPACE})(id='chatcmpl-|content=.*{linear.SPACE}response_metadata=)"
+)
 
 
 class _Unsupported(Exception):
@@ -127,10 +132,12 @@ def _with_commas(fields: str) -> str:
             inserts.append(starts[tok.start[0] - 1] + tok.start[1])
         if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
             previous = tok
-    out = fields
-    for pos in reversed(inserts):
-        out = out[:pos].rstrip() + ", " + out[pos:]
-    return out
+    # Joined once: rebuilding the text at each insert was quadratic in a long line of fields.
+    pieces, last = [], 0
+    for pos in inserts:
+        pieces += [fields[last:pos].rstrip(), ", "]
+        last = pos
+    return "".join([*pieces, fields[last:]])
 
 
 def _parse(source: str) -> Any:
@@ -163,15 +170,16 @@ def find(text: str) -> list[tuple[int, int, Any, str | None]]:
         except _Unsupported as exc:
             out.append((start, end, None, f"printed {kind}(…) does not parse ({exc})"))
         pos = end
-    if not out and (m := _STR_FORM.search(text)):
-        kind = "ChatCompletion" if text.startswith("id=", m.start()) else "AIMessage"
-        body = text[m.start() :].rstrip()
+    if not out and (fields := _STR_FORM.search(text)):
+        start = fields.start(1)
+        kind = "ChatCompletion" if text.startswith("id=", start) else "AIMessage"
+        body = text[start:].rstrip()
         try:
             value = _parse(f"{kind}({_with_commas(body)})")
-            out.append((m.start(), len(text), value, None))
+            out.append((start, len(text), value, None))
         except (_Unsupported, tokenize.TokenError, SyntaxError) as exc:
             reason = f"printed {kind} fields (str form) do not parse ({type(exc).__name__})"
-            out.append((m.start(), len(text), None, reason))
+            out.append((start, len(text), None, reason))
     return out
 
 

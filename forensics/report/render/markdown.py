@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from forensics import linear
 from forensics.report.render.labels import episode_label
 from forensics.report.render.safe import visible
 from forensics.report.types import Report
@@ -39,7 +40,12 @@ _BLOCK_START = re.compile(
 # reader sees it verbatim. Defanging (`https[:]//`) would also work but garbles what the log
 # said. An autolink never spans whitespace, so the whole word is taken, less the punctuation
 # around it that can not begin or end one.
-_LINKISH = re.compile(r"(?i)://|//\w|www\.|\S@\S*\.\w")
+# RE2 (with Python's \w and \s): under `re`, `\S@\S*` ran to the word's end from every `@` of
+# a long word (quadratic).
+_NOT_SPACE = f"[^{linear.SPACE_CHARS}]"
+_LINKISH = linear.compile(
+    rf"(?i)://|//{linear.WORD}|www\.|{_NOT_SPACE}@{_NOT_SPACE}*\.{linear.WORD}"
+)
 _WORD = re.compile(r"\S+")
 _OPENERS = "([{<\"'"
 _CLOSERS = ".,:;!?)]}>\"'*_~"
