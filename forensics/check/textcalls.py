@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from typing import Any
 
 # The formats, as enrich names them (schema: text_call_format).
@@ -43,6 +44,7 @@ _ACTION_INPUT = re.compile(r"(?m)^[ \t]*Action Input:[ \t]*")
 # Where a LangChain action input ends: the next protocol label.
 _NEXT_LABEL = re.compile(r"(?m)^[ \t]*(?:Observation|Thought|Action|Final Answer):")
 _FENCE = re.compile(r"(?s)```(json|tool_code|python)?[ \t]*\n?(.*?)```")
+_DIGITS = re.compile(r"\d+")
 _ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
 
 
@@ -54,6 +56,20 @@ def _call(name: Any, arguments: Any, error: str | None) -> dict[str, str | None]
 
 def _json_error(exc: json.JSONDecodeError) -> str:
     return f"not valid JSON: {exc.msg} (char {exc.pos})"
+
+
+def _loads(text: str) -> Any:
+    """json.loads as the harness runs it, every failure a JSONDecodeError: an integer longer
+    than Python reads (sys.int_max_str_digits) fails the harness's parse just the same."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # the integer digit limit
+        limit = sys.get_int_max_str_digits()
+        # Each run of digits once (a counted repeat would rescan every shorter run).
+        at = next((m.start() for m in _DIGITS.finditer(text) if len(m.group()) > limit), 0)
+        raise json.JSONDecodeError(str(exc).split(";")[0], text, at) from None
 
 
 def _name_hint(text: str) -> str | None:
@@ -80,7 +96,7 @@ def _tau_action(payload: str) -> dict[str, str | None]:
     does there), then a mapping with "name" and "arguments"."""
     text = payload.strip()
     try:
-        value = json.loads(text)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
         return _call(_name_hint(text), text[:500], _json_error(exc))
     if not isinstance(value, dict) or "name" not in value or "arguments" not in value:
@@ -115,11 +131,15 @@ def _react(text: str) -> list[dict[str, str | None]] | None:
 
 
 def _literal(node: ast.expr) -> Any:
-    """A literal argument as its value, anything else (a name, an expression) as source."""
+    """A literal argument as its value where JSON can write it; anything else (a name, an
+    expression, a set, bytes, a complex number, an infinite float, a dict with tuple keys) as
+    its source: the arguments column is JSON text, and Python literals are wider than JSON."""
     try:
-        return ast.literal_eval(node)
+        value = ast.literal_eval(node)
+        json.dumps(value, sort_keys=True, allow_nan=False)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return ast.unparse(node)
+    return value
 
 
 def _python_calls(code: str) -> list[dict[str, str | None]]:
@@ -162,7 +182,7 @@ def _python_calls(code: str) -> list[dict[str, str | None]]:
 def _json_values(payload: str) -> list[dict[str, str | None]]:
     """One JSON value holding a call object or a list of them."""
     try:
-        value = json.loads(payload)
+        value = _loads(payload)
     except json.JSONDecodeError as exc:
         return [_call(_name_hint(payload), payload[:500], _json_error(exc))]
     items = value if isinstance(value, list) else [value]
@@ -189,7 +209,7 @@ def _mistral(text: str) -> list[dict[str, str | None]]:
             m = re.match(r"([\w.\-]+)\s*(\{.*)$", piece, re.S)
             name, args = (m.group(1), m.group(2)) if m else (piece[:64], "")
         try:
-            json.loads(args)
+            _loads(args)
         except json.JSONDecodeError as exc:
             out.append(_call(name.strip() or None, args[:500], _json_error(exc)))
             continue

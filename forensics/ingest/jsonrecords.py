@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, reject_trailing
+from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, reject_trailing, unreadable
 
 
 @dataclass
@@ -42,7 +42,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
             if not text or text.isspace():  # strip() would copy every line
                 continue
             try:
-                value = json.loads(text)
+                value = jsonwalk.loads(text)
             except json.JSONDecodeError as exc:
                 reason = f"invalid JSON ({exc.msg} at column {exc.colno})"
                 collector.reject(name, number, reason, text, fmt)
@@ -60,6 +60,9 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
         try:
             for index, (start, item, stop) in enumerate(jsonwalk.elements(text, pos)):
                 last = stop
+                excerpt = text[start : start + 200]
+                if unreadable(collector, name, line_of(start), item, fmt, f"$[{index}]", excerpt):
+                    continue
                 yield Record(line_of(start), f"$[{index}]", item, _locator(text, start, line_of))
         except jsonwalk.WalkError as exc:
             reason = (
@@ -75,14 +78,16 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
     index = 0
     while True:
         try:
-            value, end = jsonwalk.value(text, pos)
+            value, end = jsonwalk.walked(text, pos)
         except jsonwalk.WalkError as exc:
             where = "" if index == 0 else f"value {index + 1}: "
             reason = f"{where}invalid JSON ({exc.msg})"
             collector.reject(name, line_of(exc.pos), reason, text[pos : pos + 200], fmt)
             return
         json_path = "$" if index == 0 and jsonwalk.trailing(text, end) is None else f"$<{index}>"
-        yield Record(line_of(pos), json_path, value, _locator(text, pos, line_of))
+        excerpt = text[pos : pos + 200]
+        if not unreadable(collector, name, line_of(pos), value, fmt, json_path, excerpt):
+            yield Record(line_of(pos), json_path, value, _locator(text, pos, line_of))
         following = jsonwalk.skip_ws(text, end)
         if following >= len(text) or text[following] != "{":
             break

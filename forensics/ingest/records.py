@@ -274,6 +274,23 @@ def isolated(
         )
 
 
+def unreadable(
+    collector: Collector,
+    path: str,
+    line: int | None,
+    item: Any,
+    fmt: str,
+    json_path: str | None = None,
+    excerpt: str = "",
+) -> bool:
+    """Whether item is a record the walk could not read (jsonwalk.Unreadable: JSON, but with an
+    integer too long to convert), rejected here alone: the records around it are read."""
+    if not isinstance(item, jsonwalk.Unreadable):
+        return False
+    collector.reject(path, line, f"record not read: {item.reason}", excerpt, fmt, json_path)
+    return True
+
+
 def reject_trailing(
     collector: Collector, path: str, text: str, end: int, line_of: Callable[[int], int], fmt: str
 ) -> None:

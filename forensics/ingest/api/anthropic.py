@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
@@ -193,7 +194,7 @@ def stream_turn(events: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
     for index, pieces in partial_json.items():
         joined = "".join(pieces)
         try:
-            blocks[index]["input"] = json.loads(joined) if joined else {}
+            blocks[index]["input"] = jsonwalk.loads(joined) if joined else {}
         except json.JSONDecodeError:
             blocks[index]["input"] = joined  # kept as sent: invalid arguments are evidence
     fields["finish_reason_raw"] = stop

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
@@ -94,7 +95,7 @@ def eventstream_chunks(data: bytes) -> list[dict[str, Any]]:
                 raise ValueError("checksum mismatch")
             headers = _headers(frame[_PRELUDE : _PRELUDE + head_len])
             payload = frame[_PRELUDE + head_len : -4]
-            value = json.loads(payload) if payload.strip() else {}
+            value = jsonwalk.loads(payload) if payload.strip() else {}
         except (struct.error, ValueError, IndexError, RecursionError) as exc:
             chunks.append({"exception": {"type": "damagedFrame", "message": f"byte {pos}: {exc}"}})
             break
@@ -118,7 +119,7 @@ def _invoke_chunk(headers: Mapping[str, Any], value: Any) -> dict[str, Any] | No
     if headers.get(":event-type") != "chunk" or not isinstance(value, dict):
         return None
     try:
-        inner = json.loads(base64.b64decode(str(value.get("bytes")), validate=False))
+        inner = jsonwalk.loads(base64.b64decode(str(value.get("bytes")), validate=False))
     except (ValueError, RecursionError):
         return None
     return inner if isinstance(inner, dict) else None
@@ -397,7 +398,7 @@ def stream_turn(events: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
     for index, pieces in inputs.items():
         joined = "".join(pieces)
         try:
-            blocks[index]["toolUse"]["input"] = json.loads(joined) if joined else {}
+            blocks[index]["toolUse"]["input"] = jsonwalk.loads(joined) if joined else {}
         except json.JSONDecodeError:
             blocks[index]["toolUse"]["input"] = joined  # invalid arguments are evidence
     fields["finish_reason_raw"] = stop

@@ -29,6 +29,7 @@ from forensics.ingest.api import (
     requestinfo,
     sse,
 )
+from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_str, endpoint_of, error_text, without_query
 
 
@@ -99,7 +100,7 @@ def _decode(body: Any) -> tuple[str, Any]:
         return "sse", text
     if text[0] in "{[":
         try:
-            return _decode(json.loads(text))
+            return _decode(jsonwalk.loads(text))
         except (json.JSONDecodeError, RecursionError):
             if (lines := _ndjson(text)) is not None:
                 return "chunks", lines
@@ -116,7 +117,7 @@ def _ndjson(text: str) -> list[dict[str, Any]] | None:
     out = []
     for line in lines:
         try:
-            value = json.loads(line)
+            value = jsonwalk.loads(line)
         except (json.JSONDecodeError, RecursionError):
             return None
         if not isinstance(value, dict):
@@ -135,7 +136,7 @@ def _sse_payloads(text: str) -> tuple[list[dict[str, Any]], bool, int]:
             done = True
             continue
         try:
-            obj = json.loads(event.data)
+            obj = jsonwalk.loads(event.data)
         except (json.JSONDecodeError, RecursionError):
             bad += 1
             continue

@@ -53,7 +53,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, isolated
+from forensics.ingest.records import (
+    NESTED_TOO_DEEPLY,
+    Collector,
+    Episode,
+    Run,
+    isolated,
+    unreadable,
+)
 
 FORMAT = "gemini"
 
@@ -164,7 +171,7 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
     chunks = []
     for _line, payload in iter_sse_events(text):
         try:
-            obj = json.loads(payload)
+            obj = jsonwalk.loads(payload)
         except json.JSONDecodeError:
             continue
         if isinstance(obj, dict):
@@ -402,7 +409,7 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
     if first_text.startswith("data:"):
         for line, payload in _sse_events(files.iter_lines(path)):
             try:
-                yield line, json.loads(payload), True
+                yield line, jsonwalk.loads(payload), True
             except json.JSONDecodeError as exc:
                 reason = f"SSE event is not JSON: {exc.msg}"
                 collector.reject(str(path), line, reason, payload, FORMAT)
@@ -420,7 +427,7 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
             )
         elif text.strip():
             try:
-                yield line, json.loads(text), False
+                yield line, jsonwalk.loads(text), False
             except json.JSONDecodeError as exc:
                 collector.reject(str(path), line, f"invalid JSON: {exc.msg}", text, FORMAT)
             except RecursionError:
@@ -434,7 +441,9 @@ def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, 
     kept = 0
     try:
         for offset, value, end in jsonwalk.arrays(text, start):
-            yield line_of(offset), value, True
+            excerpt = text[offset : offset + 200]
+            if not unreadable(collector, str(path), line_of(offset), value, FORMAT, None, excerpt):
+                yield line_of(offset), value, True
             kept += 1
             start = end
     except jsonwalk.WalkError as exc:
@@ -458,7 +467,7 @@ def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, An
     pos = jsonwalk.skip_ws(text, 1 if text.startswith("\ufeff") else 0)
     while pos < len(text):
         try:
-            value, end = jsonwalk.value(text, pos)
+            value, end = jsonwalk.walked(text, pos)
         except jsonwalk.WalkError as exc:
             collector.reject(
                 str(path),
@@ -472,7 +481,10 @@ def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, An
                 return
             pos = nxt + 1
             continue
-        yield line_of(pos), value, False
+        if not unreadable(
+            collector, str(path), line_of(pos), value, FORMAT, None, text[pos : pos + 200]
+        ):
+            yield line_of(pos), value, False
         pos = jsonwalk.skip_ws(text, end)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from forensics.ingest.api.exchange import Call, Exchange, NotACall, build
+from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, as_str
 from forensics.ingest.records import normalise_finish_reason
 
@@ -44,7 +45,7 @@ def _decoded(record: Mapping[str, Any], key: str) -> Any:
     if value.strip() in ("", "{}", "None", "null"):
         return None
     try:
-        return json.loads(value)
+        return jsonwalk.loads(value)
     except (json.JSONDecodeError, RecursionError):
         raise NotACall(f"LiteLLM log: field {key!r} is not valid JSON") from None
 

@@ -377,7 +377,10 @@ def _json_items(text: str, path: Path, collector: Collector) -> Iterator[Item]:
         nonlocal last_end
         end = jsonwalk.skip_ws(text, pos + 1)
         for start, item, end in jsonwalk.elements(text, pos):
-            found.append((line_of(start), item, None))
+            if isinstance(item, jsonwalk.Unreadable):
+                found.append((line_of(start), None, f"interaction not read: {item.reason}"))
+            else:
+                found.append((line_of(start), item, None))
             last_end = end
         return None, jsonwalk.skip_ws(text, end) + 1
 

@@ -24,7 +24,6 @@ trajectory is an episode without turns, from result.json alone.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.records import Collector, Episode, Run, unreadable
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "harbor_atif"
@@ -67,7 +66,7 @@ def sniff_result(head: str) -> str | None:
 
 def _load(path: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads(files.read_text(path))
+        doc = jsonwalk.loads(files.read_text(path))
     except (OSError, ValueError, RecursionError, files.TooLarge):
         return None
     return doc if isinstance(doc, dict) else None
@@ -150,6 +149,8 @@ def _add_steps(
     for i, (pos, step) in enumerate(walkers.items(doc, "steps") or []):
         where = f"$.steps[{i}]"
         line = line_of(pos)
+        if unreadable(collector, name, line, step, FORMAT, where):
+            continue
         if not isinstance(step, dict):
             collector.reject(
                 name, line, "step is not a JSON object", json_text(step) or "", FORMAT, where

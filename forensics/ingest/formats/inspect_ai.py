@@ -44,6 +44,7 @@ from forensics.ingest.records import (
     Episode,
     Run,
     isolated,
+    unreadable,
 )
 from forensics.ingest.registry import FormatSpec
 
@@ -320,6 +321,8 @@ def _episode(
     for i, msg in enumerate(messages):
         where = f"{json_prefix}.messages[{i}]"
         line = line_of(offsets.get(id(msg), start))
+        if unreadable(collector, source_path, line, msg, fmt, where):
+            continue
         if not isinstance(msg, dict):
             collector.reject(
                 source_path, line, "message is not a JSON object", json_text(msg) or "", fmt, where
@@ -463,6 +466,9 @@ def ingest_json(path: Path, collector: Collector) -> int:
     count = 0
     for i, (pos, sample) in enumerate(samples):
         where = f"$.samples[{i}]"
+        excerpt = text[pos : pos + 200]
+        if unreadable(collector, name, line_of(pos), sample, FORMAT_JSON, where, excerpt):
+            continue
         with isolated(collector, name, line_of(pos), FORMAT_JSON, where):
             count += _add_sample(
                 collector, text, name, run, cap, FORMAT_JSON, line_of, pos, sample, where
@@ -510,7 +516,7 @@ def _read_eval(path: Path, collector: Collector) -> int:
             if run is not None:
                 continue  # the header supersedes the journal's start; both name the run
             try:
-                log = as_dict(json.loads(text))
+                log = as_dict(jsonwalk.loads(text))
             except (ValueError, RecursionError) as exc:
                 reason = NESTED_TOO_DEEPLY if isinstance(exc, RecursionError) else str(exc)
                 collector.reject(where, 1, f"invalid JSON: {reason}", text, FORMAT, "$")

@@ -23,7 +23,6 @@ episode's error.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +32,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
+from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing, unreadable
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "openhands_events"
@@ -124,7 +123,7 @@ def _reasoning(event: Mapping[str, Any]) -> str | None:
 def _completion(log_data: Any) -> tuple[str | None, dict[str, Any]]:
     """(response id, turn columns) of an LLMCompletionLogEvent's JSON-encoded log."""
     try:
-        data = json.loads(log_data) if isinstance(log_data, str) else as_dict(log_data)
+        data = jsonwalk.loads(log_data) if isinstance(log_data, str) else as_dict(log_data)
     except (ValueError, RecursionError):
         return None, {}
     response = as_dict(as_dict(data).get("response"))
@@ -148,7 +147,7 @@ def _state_run(conversation: Path) -> tuple[Run, int | None, str | None]:
     path = conversation / "base_state.json"
     if path.is_file():
         try:
-            loaded = json.loads(files.read_text(path))
+            loaded = jsonwalk.loads(files.read_text(path))
             state = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError, RecursionError, files.TooLarge):
             state = {}
@@ -190,7 +189,7 @@ def ingest(path: Path, collector: Collector) -> int:
     for event_path in event_files:
         where = str(event_path)
         try:
-            event = json.loads(files.read_text(event_path))
+            event = jsonwalk.loads(files.read_text(event_path))
         except (ValueError, RecursionError) as exc:
             collector.reject(where, 1, f"invalid JSON: {exc}", "", FORMAT, "$")
             continue
@@ -503,9 +502,12 @@ def ingest_legacy(path: Path, collector: Collector) -> int:
     try:
         end = start
         for i, (pos, event, stop) in enumerate(jsonwalk.elements(text, start)):
+            end = stop
+            excerpt = text[pos : pos + 200]
+            if unreadable(collector, name, line_of(pos), event, FORMAT_LEGACY, f"$[{i}]", excerpt):
+                continue
             with isolated(collector, name, line_of(pos), FORMAT_LEGACY, f"$[{i}]"):
                 legacy.add(i, line_of(pos), event)
-            end = stop
         end = jsonwalk.skip_ws(text, end) + 1
     except jsonwalk.WalkError as exc:
         collector.reject(
@@ -533,7 +535,7 @@ def _ingest_output_jsonl(path: Path, collector: Collector) -> int:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = jsonwalk.loads(line)
         except (ValueError, RecursionError) as exc:
             collector.reject(name, number, f"invalid JSON: {exc}", line, FORMAT_LEGACY)
             continue

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest import jsonrecords
-from forensics.ingest.parse import jsonhead
+from forensics.ingest.parse import jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_int, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, isolated
 from forensics.ingest.registry import FormatSpec
@@ -245,7 +245,7 @@ def _console_span(
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsonwalk.loads(value)
         except (json.JSONDecodeError, RecursionError):
             return None
     return value

@@ -33,7 +33,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.records import Collector, Episode, Run, unreadable
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "swe_agent_traj"
@@ -112,7 +112,7 @@ def _agent_config(replay: Any) -> dict[str, Any]:
     """The agent section of replay_config (a JSON string in SWE-agent 1.x files)."""
     if isinstance(replay, str):
         try:
-            replay = json.loads(replay)
+            replay = jsonwalk.loads(replay)
         except (ValueError, RecursionError):
             return {}
     return dict(as_dict(as_dict(replay).get("agent")))
@@ -174,6 +174,8 @@ def ingest(path: Path, collector: Collector) -> int:
     acted = False
     for i, (pos, item) in enumerate(_walked(doc, "history")):
         where = f"$.history[{i}]"
+        if unreadable(collector, name, line_of(pos), item, FORMAT, where):
+            continue
         if not isinstance(item, dict):
             collector.reject(
                 name,
@@ -259,6 +261,8 @@ def ingest_mini(path: Path, collector: Collector) -> int:
     seen_user = False
     for i, (pos, msg) in enumerate(_walked(doc, "messages")):
         where = f"$.messages[{i}]"
+        if unreadable(collector, name, line_of(pos), msg, FORMAT_MINI, where):
+            continue
         if not isinstance(msg, dict):
             collector.reject(
                 name,

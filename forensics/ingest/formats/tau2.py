@@ -24,7 +24,7 @@ from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing
+from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing, unreadable
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "tau2_results"
@@ -283,7 +283,9 @@ def ingest(path: Path, collector: Collector) -> int:
     state: dict[str, Any] = {"next": 0, "in_simulations": False, "info": None}
 
     def info(t: str, pos: int) -> tuple[Any, int]:
-        state["info"], end = jsonwalk.value(t, pos)
+        state["info"], end = jsonwalk.walked(t, pos)
+        if unreadable(collector, str(path), line_of(pos), state["info"], FORMAT, "$.info"):
+            state["info"] = None  # the run's settings are lost, its simulations are not
         return state["info"], end
 
     def simulations(t: str, pos: int) -> tuple[Any, int]:
@@ -327,7 +329,11 @@ def ingest(path: Path, collector: Collector) -> int:
     if isinstance(top.get("timestamp"), str):
         run.labels["started"] = top["timestamp"]
     _RUNS.setdefault(collector, {})[path.resolve()] = run
-    for offset, sim in sims:
+    for index, (offset, sim) in enumerate(sims):
+        excerpt = text[offset : offset + 200]
+        where = f"$.simulations[{index}]"
+        if unreadable(collector, str(path), line_of(offset), sim, FORMAT, where, excerpt):
+            continue
         if not isinstance(sim, dict):
             collector.reject(str(path), line_of(offset), "simulation is not an object", "", FORMAT)
             continue
@@ -399,7 +405,7 @@ def _run_for_simulation(path: Path, collector: Collector) -> Run:
     info = None
     if results.is_file():
         try:
-            info = json.loads(files.read_text(results)).get("info")
+            info = jsonwalk.loads(files.read_text(results)).get("info")
         except (json.JSONDecodeError, AttributeError, OSError):
             info = None  # results.json reports its own problem when it is scanned
     runs[results] = run_from_info(run_dir.name, info)

@@ -364,10 +364,27 @@ class _LogReader:
         # Other objects (config dumps, HTTP payloads) are not trajectory data.
 
     def finish(self) -> None:
+        # tau-bench prints a result line for every task it runs: a task still open when the
+        # log ends was cut off (a log cut short, or a run still going). An episode the log
+        # never announced (no `Running task`) has no such line to miss.
+        open_ = self.episode
+        if open_ is not None and open_.task_id is not None and open_.reward is None:
+            if open_.messages:  # without any, close_episode leaves it waiting: noted there
+                self.unfinished(open_)
         self.close_episode()
         for ep in self.waiting.values():
+            self.unfinished(ep)
             self.collector.add_episode(ep)  # started, never reported a result
         self.waiting.clear()
+
+    def unfinished(self, ep: Episode) -> None:
+        said = (
+            f"the log ends before the result line of task {ep.task_id} (started on line "
+            f"{ep.source_line}): cut short, or the run was still going; "
+            f"{len(ep.messages)} message(s) read"
+        )
+        ep.note = f"{ep.note}; {said}" if ep.note else said
+        self.collector.note(str(self.path), said)
 
 
 def _str(value: Any) -> str | None:

@@ -21,6 +21,7 @@ from forensics.ingest.records import (
     tau_error,
     tau_reward,
     tau_termination,
+    unreadable,
 )
 from forensics.ingest.registry import FormatSpec
 
@@ -97,7 +98,7 @@ def _records(
     def element(pos: int) -> tuple[Any, int]:
         while True:
             try:
-                item, end = walker(stream.text, pos)
+                item, end = jsonwalk.walked(stream.text, pos, walker)
                 if end < len(stream.text) or stream.eof:
                     return item, end
             except jsonwalk.WalkError:
@@ -150,7 +151,12 @@ def _ingest(path: Path, collector: Collector, stream: files.TextStream) -> int:
     try:
         for index, (offset, record, _end) in enumerate(_records(stream, line_of, record_walker)):
             start = stream.base + offset
-            if not isinstance(record, dict) or "traj" not in record:
+            excerpt = stream.text[offset : offset + 200]
+            if unreadable(
+                collector, str(path), line_of(offset), record, FORMAT, f"$[{index}]", excerpt
+            ):
+                pass
+            elif not isinstance(record, dict) or "traj" not in record:
                 while len(stream.text) < offset + 200 and stream.more():
                     pass
                 collector.reject(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.ingest.parse import pyrepr, sdk_repr
+from forensics.ingest.parse import jsonwalk, pyrepr, sdk_repr
 
 MAX_SPAN_LINES = 5000
 MAX_OBJECT_CHARS = 32 * 1024 * 1024
@@ -30,6 +30,8 @@ _STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|[
 # An object starts with `{` followed by a key quote, an empty body or the end of the line
 # (pretty-printed). This keeps `{name}` placeholders in prose from being taken for data.
 _START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
+# How a printed message record starts (json.dumps or repr of a chat message dict).
+_MESSAGE_START = re.compile(r"""\{\s*["'](?:role|content)["']\s*:""")
 _DECODER = json.JSONDecoder()
 
 
@@ -80,7 +82,7 @@ class _Braces:
 def parse_object(text: str) -> tuple[Any, str | None]:
     """Parse JSON, else a Python literal; (value, None) or (None, reason)."""
     try:
-        return json.loads(text), None
+        return jsonwalk.loads(text), None
     except json.JSONDecodeError as exc:
         json_error = f"invalid JSON ({exc.msg} at column {exc.colno})"
     except RecursionError:
@@ -126,7 +128,7 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
             # Fast path: a complete JSON value from here on this line.
             try:
                 value, end = _DECODER.raw_decode(text, start)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # ValueError: also an over-long integer
                 value, end = None, -1
             if end != -1:
                 line.objects.append(Found(number, prefix, text[start:end], value))
@@ -149,6 +151,12 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                 pos = end
                 continue
             if end == -2:
+                if _MESSAGE_START.match(text, start):
+                    # A message line cut short (a string in it does not close on its line):
+                    # a record lost, said so, not a stray brace in prose.
+                    reason = "message cut short: a string in it does not close on its line"
+                    line.objects.append(Found(number, prefix, text[start:][:2000], None, reason))
+                    break
                 pos = start + 1
                 continue
             # The object continues on the following lines.
