@@ -368,9 +368,14 @@ class _LogReader:
         # log ends was cut off (a log cut short, or a run still going). An episode the log
         # never announced (no `Running task`) has no such line to miss.
         open_ = self.episode
-        if open_ is not None and open_.task_id is not None and open_.reward is None:
-            if open_.messages:  # without any, close_episode leaves it waiting: noted there
-                self.unfinished(open_)
+        # One without messages is left waiting by close_episode, and noted there.
+        if (
+            open_ is not None
+            and open_.task_id is not None
+            and open_.reward is None
+            and open_.messages
+        ):
+            self.unfinished(open_)
         self.close_episode()
         for ep in self.waiting.values():
             self.unfinished(ep)
