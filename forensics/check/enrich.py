@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import polars as pl
 import pyarrow as pa
 
-from forensics import markers, schema
+from forensics import interrupts, markers, schema
 from forensics.check import textcalls
 
 if TYPE_CHECKING:
@@ -353,6 +353,7 @@ def _text_calls(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFram
         try:
             found.append(textcalls.parse(text))
         except Exception as exc:  # a parser bug on one message: that turn's reject
+            interrupts.raise_if_interrupted(exc)
             found.append(None)
             failures.append(_failure(df.row(rows[at], named=True), "text tool calls", exc))
     parsed = pl.DataFrame(

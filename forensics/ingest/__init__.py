@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from forensics import progress
+from forensics import interrupts, progress
 from forensics.ingest import formats, fusion
 from forensics.ingest.formats import sidecars
 from forensics.ingest.parse import files, jsonwalk
@@ -202,6 +202,7 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
     except RecursionError:
         fmt, why = None, f"format not detected: {NESTED_TOO_DEEPLY}"
     except Exception as exc:  # detection is per file too: its failure is this file's reject
+        interrupts.raise_if_interrupted(exc)
         fmt, why = (
             None,
             (
@@ -232,6 +233,7 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
     except MemoryError:
         failure = "out of memory reading this file"
     except Exception as exc:  # a bug in a reader: this file's reject, never the scan's end
+        interrupts.raise_if_interrupted(exc)
         failure = (
             f"the {fmt.name} reader failed ({type(exc).__name__}: {exc}); this is a bug in "
             "forensics, please report it"

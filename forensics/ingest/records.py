@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics import schema
+from forensics import interrupts, schema
 from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import json_text, text_of
 from forensics.ingest.parse.files import TooLarge
@@ -263,6 +263,7 @@ def isolated(
     except RecursionError:
         collector.reject(path, line, NESTED_TOO_DEEPLY, "", fmt, json_path)
     except Exception as exc:
+        interrupts.raise_if_interrupted(exc)  # a Ctrl-C a library wrapped: not this record's
         collector.reject(
             path,
             line,
