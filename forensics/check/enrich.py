@@ -378,7 +378,7 @@ def _failure(turn: dict[str, Any], what: str, exc: Exception) -> dict[str, Any]:
     before enrichment, this row is made after)."""
     reason = (
         f"{what} of turn {turn['turn_index']} of {turn['trajectory_id']} not computed "
-        f"({type(exc).__name__}); the turn is kept without them. This is a bug in forensics, "
+        f"({type(exc).__name__}); the turn is kept without them: this is a bug in forensics, "
         "please report it"
     )
     return {

@@ -228,8 +228,9 @@ def _whole(line: str, kinds: tuple[type, ...]) -> bool:
 
 
 def _opens_document(first: str, second: str) -> bool:
-    """A first line that opens a value and a next line indented into it (or closing it): the
-    start of a pretty-printed document, not a JSONL record cut short."""
+    """A first line that opens a value (a lone bracket, or a value left open) and a next line
+    indented into it or closing it: the start of a pretty-printed document, not a JSONL record
+    cut short."""
     return first[:1] in ("{", "[") and (second[:1] in (" ", "\t") or second.strip() in ("}", "]"))
 
 
@@ -237,8 +238,8 @@ def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = 
     """One JSON value per line: some line is a whole value of these kinds starting at column 0,
     and the file does not open as a pretty-printed document.
 
-    A pretty-printed document opens with a lone `{` or `[`, or with a line that leaves a value
-    open and indented lines after it; its complete inner values are indented. Any number of
+    A pretty-printed document opens with a line that leaves a value open (a lone `{` or `[`
+    too) and indented lines after it; its complete inner values are indented. Any number of
     broken lines may come before the first whole one (records cut by a crashed writer, a
     traceback printed into the file): they are the reader's rejects, and they do not hide the
     records after them.
@@ -251,8 +252,6 @@ def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = 
             continue
         if first is None:
             first = text.lstrip("\ufeff")
-            if first.strip() in ("{", "["):
-                return False
             if _whole(first, kinds):
                 return True
             continue
