@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from forensics import interrupts, schema
 from forensics.ingest.parse import jsonwalk
-from forensics.ingest.parse.apicommon import json_text, text_of
+from forensics.ingest.parse.apicommon import as_float, count_of, json_text, text_of
 from forensics.ingest.parse.files import TooLarge
 from forensics.ingest.rows import BadValue, RowMaker, clean_text
 
@@ -91,7 +91,7 @@ class Run:
     @property
     def max_output_tokens(self) -> int | None:
         value = self.labels.get("request.max_tokens")
-        return int(value) if value and value.isdigit() else None
+        return count_of(value) if value else None
 
     @property
     def tools_attached(self) -> bool | None:
@@ -228,7 +228,7 @@ def tau_reward(info: Any, fallback: float | None = None) -> float | None:
     if isinstance(info, dict) and isinstance(info.get("reward_info"), dict):
         reward = info["reward_info"].get("reward")
         if isinstance(reward, int | float):
-            return float(reward)
+            return as_float(reward)
     return fallback
 
 

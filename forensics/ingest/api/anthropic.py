@@ -15,6 +15,7 @@ from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
+    as_list,
     as_str,
     error_text,
     json_text,
@@ -92,7 +93,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {"role": "system", "content": text_of(system), "reasoning": None, "tool_calls": []}
         )
-    for message in body.get("messages") or []:
+    for message in as_list(body.get("messages")):
         if not isinstance(message, dict):
             continue
         if message.get("role") == "assistant":

@@ -26,6 +26,7 @@ from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
+    as_list,
     as_str,
     error_text,
     json_text,
@@ -155,8 +156,8 @@ def is_request(body: Mapping[str, Any]) -> bool:
     # Untyped blocks: every content block is keyed by its kind, none has a `type`.
     blocks = [
         block
-        for message in body.get("messages") or []
-        for block in (as_dict(message).get("content") or [])
+        for message in as_list(body.get("messages"))
+        for block in as_list(as_dict(message).get("content"))
         if isinstance(block, dict)
     ]
     return bool(blocks) and all("type" not in b and b.keys() & _BLOCK_KEYS for b in blocks)
@@ -198,7 +199,7 @@ def _assistant(blocks: Any) -> dict[str, Any]:
             if text := _reasoning_text(block["reasoningContent"]):
                 thoughts.append(text)
         elif "citationsContent" in block:  # text with its sources (Nova, Claude citations)
-            for part in as_dict(block["citationsContent"]).get("content") or []:
+            for part in as_list(as_dict(block["citationsContent"]).get("content")):
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     texts.append(part["text"])
         else:
@@ -216,7 +217,7 @@ def _assistant(blocks: Any) -> dict[str, Any]:
 
 def _tool_result(result: Mapping[str, Any]) -> str | None:
     parts = []
-    for item in result.get("content") or []:
+    for item in as_list(result.get("content")):
         if isinstance(item, dict) and isinstance(item.get("text"), str):
             parts.append(item["text"])
         elif isinstance(item, dict) and "json" in item:
@@ -259,7 +260,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {"role": "system", "content": text_of(system), "reasoning": None, "tool_calls": []}
         )
-    for message in body.get("messages") or []:
+    for message in as_list(body.get("messages")):
         if not isinstance(message, dict):
             continue
         if message.get("role") == "assistant":
@@ -281,7 +282,7 @@ def _tool_choice(choice: Any) -> str | None:
 
 def request_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     config = as_dict(body.get("toolConfig"))
-    tools = [t for t in config.get("tools") or [] if isinstance(t, dict) and "toolSpec" in t]
+    tools = [t for t in as_list(config.get("tools")) if isinstance(t, dict) and "toolSpec" in t]
     extra = as_dict(body.get("additionalModelRequestFields"))
     thinking = as_dict(extra.get("thinking") or extra.get("reasoning_config"))
     fields = request_basics(

@@ -30,7 +30,14 @@ from forensics.ingest.api import (
     sse,
 )
 from forensics.ingest.parse import jsonwalk
-from forensics.ingest.parse.apicommon import as_dict, as_str, endpoint_of, error_text, without_query
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_list,
+    as_str,
+    endpoint_of,
+    error_text,
+    without_query,
+)
 
 
 class NotACall(Exception):
@@ -416,8 +423,8 @@ def _anthropic_request(body: Mapping[str, Any]) -> bool:
         return True
     return any(
         isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS
-        for message in body.get("messages") or []
-        for block in as_dict(message).get("content") or []
+        for message in as_list(body.get("messages"))
+        for block in as_list(as_dict(message).get("content"))
     )
 
 

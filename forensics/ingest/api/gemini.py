@@ -53,6 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest.parse.apicommon import as_list
 from forensics.ingest.records import (
     NESTED_TOO_DEEPLY,
     Collector,
@@ -204,7 +205,7 @@ def merge_chunks(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             value = _get(first, camel)
             if value is not None:
                 candidate[camel] = value
-        for part in _get(_get(first, "content"), "parts") or []:
+        for part in as_list(_get(_get(first, "content"), "parts")):
             if not isinstance(part, Mapping):
                 continue
             call = _get(part, "functionCall")
@@ -249,7 +250,7 @@ def request_fields(request: Mapping[str, Any] | None, url: str | None = None) ->
         out["reasoning_effort"] = str(level) if level is not None else None
     declared = 0
     names = set()
-    for tool in _get(request, "tools") or []:
+    for tool in as_list(_get(request, "tools")):
         declarations = _get(tool, "functionDeclarations")
         if isinstance(declarations, list):
             declared += len(declarations)
@@ -282,7 +283,7 @@ def _content_message(content: Any) -> dict[str, Any]:
     text: list[str] = []
     thought: list[str] = []
     calls: list[dict[str, Any]] = []
-    for part in _get(content, "parts") or []:
+    for part in as_list(_get(content, "parts")):
         if not isinstance(part, Mapping):
             continue
         call = _get(part, "functionCall")
@@ -363,18 +364,18 @@ def request_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     if system is not None:
         texts: list[str] = [
             p["text"]
-            for p in _get(system, "parts") or []
+            for p in as_list(_get(system, "parts"))
             if isinstance(p, Mapping) and isinstance(p.get("text"), str)
         ]
         out.append({"role": "system", "content": "\n".join(texts)})
-    for content in _get(request, "contents") or []:
+    for content in as_list(_get(request, "contents")):
         if not isinstance(content, Mapping):
             continue
         if content.get("role") == "model":
             out.append(_content_message(content))
             continue
         texts = []
-        for part in _get(content, "parts") or []:
+        for part in as_list(_get(content, "parts")):
             if not isinstance(part, Mapping):
                 continue
             response = _get(part, "functionResponse")

@@ -15,7 +15,7 @@ from typing import Any
 
 from forensics.ingest.api.exchange import Call, Exchange, NotACall, build
 from forensics.ingest.parse import jsonwalk
-from forensics.ingest.parse.apicommon import as_dict, as_int, as_str
+from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, count_of
 from forensics.ingest.records import normalise_finish_reason
 
 RAW_PREFIX = "litellm:"
@@ -89,7 +89,7 @@ def call_of(record: Mapping[str, Any], line: int) -> Call:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": response}}]
         }
     code_text = str(error_info.get("error_code") or "")
-    code = int(code_text) if code_text.isdigit() else None
+    code = count_of(code_text)
     call = build(
         Exchange(
             request=request or None,

@@ -30,7 +30,14 @@ from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
-from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_float,
+    as_int,
+    error_text,
+    json_text,
+    text_of,
+)
 from forensics.ingest.records import Collector, Episode, Run, unreadable
 from forensics.ingest.registry import FormatSpec
 
@@ -79,7 +86,7 @@ def _apply_result(ep: Episode, result: dict[str, Any]) -> None:
     rewards = as_dict(as_dict(result.get("verifier_result")).get("rewards"))
     reward = rewards.get("reward", next(iter(rewards.values()), None))
     if isinstance(reward, int | float) and not isinstance(reward, bool):
-        ep.reward = float(reward)
+        ep.reward = as_float(reward)
     exception = as_dict(result.get("exception_info"))
     if isinstance(exception.get("exception_type"), str):
         ep.termination_reason = exception["exception_type"]
@@ -177,7 +184,7 @@ def _add_steps(
                 "reasoning": reasoning if isinstance(reasoning, str) else None,
                 "input_tokens": as_int(metrics.get("prompt_tokens")),
                 "output_tokens": as_int(metrics.get("completion_tokens")),
-                "cost_usd": float(cost)
+                "cost_usd": as_float(cost)
                 if isinstance(cost, int | float) and not isinstance(cost, bool)
                 else None,
                 "model": model,

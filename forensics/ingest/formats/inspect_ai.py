@@ -33,6 +33,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers, zipmembers
 from forensics.ingest.parse.apicommon import (
     as_dict,
+    as_float,
     as_int,
     error_text,
     json_text,
@@ -261,7 +262,7 @@ def _score(scores: Any) -> float | None:
         if isinstance(value, bool):
             return float(value)
         if isinstance(value, int | float):
-            return float(value)
+            return as_float(value)
         if isinstance(value, str):
             grade = _GRADES.get(value.strip().upper())
             if grade is not None:

@@ -31,7 +31,14 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk
-from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_int,
+    as_list,
+    error_text,
+    json_text,
+    text_of,
+)
 from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing, unreadable
 from forensics.ingest.registry import FormatSpec
 
@@ -430,7 +437,7 @@ class _Legacy:
                 if isinstance(response.get("choices"), list)
                 else {}
             )
-            for call in as_dict(choice.get("message")).get("tool_calls") or []:
+            for call in as_list(as_dict(choice.get("message")).get("tool_calls")):
                 if isinstance(call, dict) and call.get("id") == call_id:
                     arguments = json_text(as_dict(call.get("function")).get("arguments"))
             calls.append(

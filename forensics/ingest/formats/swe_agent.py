@@ -32,7 +32,14 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
-from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_float,
+    as_int,
+    error_text,
+    json_text,
+    text_of,
+)
 from forensics.ingest.records import Collector, Episode, Run, unreadable
 from forensics.ingest.registry import FormatSpec
 
@@ -223,7 +230,7 @@ def _response_fields(extra: Mapping[str, Any], cap: int | None) -> dict[str, Any
     fields: dict[str, Any] = {**openai_chat.call_columns(response), "max_output_tokens": cap}
     cost = extra.get("cost")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
-        fields["cost_usd"] = float(cost)
+        fields["cost_usd"] = as_float(cost)
     choice = openai_chat.first_choice(response.get("choices"))
     reasoning = as_dict(choice.get("message")).get("reasoning_content")
     if isinstance(reasoning, str):

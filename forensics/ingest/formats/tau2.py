@@ -24,6 +24,7 @@ from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest.parse.apicommon import as_float, count_of
 from forensics.ingest.records import Collector, Episode, Run, isolated, reject_trailing, unreadable
 from forensics.ingest.registry import FormatSpec
 
@@ -107,8 +108,8 @@ def run_from_info(run_id: str, info: Any) -> Run:
 def _cap(labels: dict[str, str], side: str) -> int | None:
     for key in ("max_completion_tokens", "max_tokens"):
         value = labels.get(f"{side}.llm_args.{key}")
-        if value is not None and value.isdigit():
-            return int(value)
+        if value is not None and (count := count_of(value)) is not None:
+            return count
     return None
 
 
@@ -154,7 +155,7 @@ def _turn_fields(msg: dict[str, Any], run: Run, agent_tools: bool | None) -> dic
         reasoning_tokens=_int(details.get("reasoning_tokens"))
         if isinstance(details, dict)
         else None,
-        cost_usd=float(msg["cost"]) if isinstance(msg.get("cost"), int | float) else None,
+        cost_usd=as_float(msg["cost"]) if isinstance(msg.get("cost"), int | float) else None,
     )
     errors = msg.get("errors")
     if isinstance(errors, list) and errors:
@@ -247,7 +248,7 @@ def add_simulation(
         source_format=source_format,
         task_id=str(sim["task_id"]) if sim.get("task_id") is not None else None,
         trial=trial if isinstance(trial, int) and not isinstance(trial, bool) else None,
-        reward=float(reward) if isinstance(reward, int | float) else None,
+        reward=as_float(reward) if isinstance(reward, int | float) else None,
         termination_reason=termination,
         error=error,
         note=note,

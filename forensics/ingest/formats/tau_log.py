@@ -22,6 +22,7 @@ from typing import Any
 
 from forensics.ingest.formats import tau_results
 from forensics.ingest.parse import embedded, files, pyrepr, sdk_repr
+from forensics.ingest.parse.apicommon import as_float
 from forensics.ingest.records import (
     Collector,
     Episode,
@@ -397,7 +398,7 @@ def _str(value: Any) -> str | None:
 
 
 def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+    return as_float(value) if isinstance(value, int | float) else None
 
 
 def ingest(path: Path, collector: Collector) -> int:

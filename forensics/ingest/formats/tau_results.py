@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest.parse.apicommon import as_float
 from forensics.ingest.records import (
     Collector,
     Episode,
@@ -222,7 +223,7 @@ def add_record(
             source_format=FORMAT,
             task_id=str(record.get("task_id")),
             trial=trial if isinstance(trial, int) else None,
-            reward=tau_reward(info, float(reward) if isinstance(reward, int | float) else None),
+            reward=tau_reward(info, as_float(reward) if isinstance(reward, int | float) else None),
             termination_reason=tau_termination(info, traj),
             error=tau_error(info),
             messages=messages,
