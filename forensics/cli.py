@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from forensics import interrupts
+
 # command name -> its module (which defines `command`), in the order help lists them
 COMMANDS = {
     "diff": "forensics.commands.diff",
@@ -61,7 +63,7 @@ def main() -> None:
     try:
         # click's own main would print a blank line of its own on Ctrl-C: the context is
         # made and invoked here instead.
-        with cli.make_context("forensics", sys.argv[1:]) as ctx:
+        with interrupts.watched(), cli.make_context("forensics", sys.argv[1:]) as ctx:
             code = cli.invoke(ctx)
     except click.exceptions.Exit as exc:  # --help, --version
         sys.exit(exc.exit_code)
@@ -77,6 +79,9 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(141)
     except Exception as exc:
+        if interrupts.interrupted():  # what a Ctrl-C became inside a library: the interrupt
+            click.echo("forensics: interrupted", err=True)
+            sys.exit(130)
         from forensics.commands.shared import shown
 
         click.echo(

@@ -34,6 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 import duckdb
 import polars as pl
@@ -92,13 +93,21 @@ def _run_key(run_id: str) -> str:
     return f"{slug}-{hashlib.sha256(run_id.encode()).hexdigest()[:8]}"
 
 
+def _local(into: Path, scheme: str, path: str) -> Path:
+    """Where the copy of an object goes: its key's folders under `into`, except that a key
+    may hold `..` or `.` (a name in a bucket, not a step up): those segments are spelled out,
+    so no key writes outside `into`."""
+    parts = [p if p not in (".", "..") else p.replace(".", "%2E") for p in path.split("/") if p]
+    return into.joinpath(scheme, *parts)
+
+
 def _fetch(urls: list[str], into: Path) -> dict[str, str]:
     """Copies of the objects under `into`; local path -> URL."""
     names: dict[str, str] = {}
     for url in urls:
         fs, path = _filesystem(url)
         scheme = url.split("://", 1)[0]
-        local = into / scheme / path.lstrip("/")
+        local = _local(into, scheme, path)
         local.parent.mkdir(parents=True, exist_ok=True)
         with fs.open_input_stream(path) as src, open(local, "wb") as dst:
             shutil.copyfileobj(src, dst, 1024 * 1024)
@@ -201,8 +210,20 @@ def _write(frame: pl.DataFrame, name: str, index: int, fs: pafs.FileSystem, base
 # --- the driver ---------------------------------------------------------------------------------
 
 
+def object_url(scheme: str, path: str, query: str = "") -> str:
+    """The URL of an object from its path in the store: percent-encoded, since a key may hold
+    any character (a space, `#`, `%`, `?`, a control character) and pyarrow decodes the URL
+    back to the key; the options of the listed URL (`?region=…`) carried over."""
+    return f"{scheme}://{quote(path, safe='/')}" + (f"?{query}" if query else "")
+
+
 def _list_objects(url: str) -> list[str]:
-    fs, path = _filesystem(url)
+    try:
+        fs, path = _filesystem(url)
+    except pa.ArrowInvalid as exc:
+        raise ingest_files.InputError(
+            f"{url}: not a URL pyarrow can open ({exc}); write a space as %20, # as %23, % as %25"
+        ) from None
     scheme = url.split("://", 1)[0]
     info = fs.get_file_info(path)
     if info.type == pafs.FileType.NotFound:
@@ -210,8 +231,9 @@ def _list_objects(url: str) -> list[str]:
     if info.type == pafs.FileType.File:
         return [url]
     selector = pafs.FileSelector(path, recursive=True)
+    query = urlsplit(url).query
     found = [
-        f"{scheme}://{i.path}"
+        object_url(scheme, i.path, query)
         for i in fs.get_file_info(selector)
         if i.type == pafs.FileType.File and not any(p.startswith(".") for p in i.path.split("/"))
     ]

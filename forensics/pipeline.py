@@ -252,7 +252,11 @@ def check(data: ingest.Ingested, rules: list[engine.Rule]) -> Checked:
     rejects = frame(data.rejects)
     files, skipped = data.files, data.skipped
     del data
-    turns = enrich.enrich(raw_turns)
+    failures: list[dict[str, object]] = []
+    turns = enrich.enrich(raw_turns, failures)
+    if failures:  # turns kept without a derived value: rejects of their own, after the read's
+        failed = frame(pa.Table.from_pylist(failures, schema=schema.REJECTS))
+        rejects = pl.concat([rejects, failed])
     checked = engine.check(turns, trajectories, rules)
     files = _with_notes(files, coverage.excerpt_notes(turns))
     return Checked(

@@ -46,6 +46,10 @@ ARRAY_FORMATS = {"tau_bench_results", "tau_bench_react"}
 CASSETTE_FORMATS = {"cassette_yaml", "cassette_json", "cassette_bedrock_stream"}
 
 HUGE = 2**70
+# An integer longer than Python converts (sys.int_max_str_digits, 4,300 digits by default): JSON
+# all the same, so a reader must reject the record holding it, not fail on the file.
+HUGE_DIGITS = "9" * 5000
+HUGE_DIGITS_TOKEN = "@@huge-digits@@"
 DEEP = 3000
 # Stands in for a value nested DEEP levels: spliced in as text after dumping, since neither
 # json.dumps nor a recursive copy can build it inside a test's call stack.
@@ -78,6 +82,7 @@ WRONG_VALUES = st.sampled_from(
         {},
         {"role": True, "content": HUGE},
         "<script>alert(1)</script>",
+        HUGE_DIGITS_TOKEN,
     ]
 )
 
@@ -108,7 +113,9 @@ def replaced(doc: Any, path: tuple, new: Any) -> Any:
 def dumps(value: Any) -> str:
     # allow_nan: NaN and Infinity are what some Python writers emit; a reader must cope.
     text = json.dumps(value, ensure_ascii=False, allow_nan=True)
-    return text.replace(json.dumps(DEEP_TOKEN), DEEP_TEXT)
+    return text.replace(json.dumps(DEEP_TOKEN), DEEP_TEXT).replace(
+        json.dumps(HUGE_DIGITS_TOKEN), HUGE_DIGITS
+    )
 
 
 def _encode(text: str) -> bytes:

@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from forensics import schema
+from forensics import interrupts, schema
 from forensics.check import fingerprint, provider_errors, rulefile
 from forensics.check import params as params_mod
 from forensics.check.params import Param, ParamError
@@ -149,8 +149,15 @@ def _run(con: duckdb.DuckDBPyConnection, rule: Rule) -> pl.DataFrame:
             raise RuleError(f"{rule.path}: query must return {', '.join(sorted(missing))}")
         table = relation.project(", ".join([*RESULT_COLUMNS, _details(rule, columns)]))
         frame = cast(pl.DataFrame, pl.from_arrow(table.to_arrow_table()))
+    except duckdb.InterruptException as exc:
+        raise KeyboardInterrupt from exc
     except duckdb.Error as exc:
+        # DuckDB reports a Ctrl-C it met in Python as an error of the query: the interrupt.
+        interrupts.raise_if_interrupted(exc)
         raise RuleError(f"{rule.path}: query failed: {exc}") from None
+    except Exception as exc:  # RuntimeError("Query interrupted") while fetching
+        interrupts.raise_if_interrupted(exc)
+        raise
     return frame.with_columns(
         pl.lit(rule.id).alias("rule"),
         pl.lit(rule.severity).alias("severity"),
@@ -215,9 +222,12 @@ def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) ->
     con.register("turns", turns.to_arrow(compat_level=pl.CompatLevel.newest()))
     con.register("trajectories", trajectories.to_arrow())
     frames = []
-    for rule in rules:
-        frames.append(_run(con, rule))
-    con.close()
+    try:
+        with interrupts.watched():
+            for rule in rules:
+                frames.append(_run(con, rule))
+    finally:
+        con.close()
     empty = cast(pl.DataFrame, pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS)))
     if not frames:
         return Checked(empty, not_checked)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 import pyarrow as pa
 
-from forensics import markers, schema
+from forensics import interrupts, markers, schema
 from forensics.check import markupcalls, textcalls
 
 if TYPE_CHECKING:
@@ -219,14 +219,19 @@ def _sliced(df: pl.DataFrame, step: Callable[[pl.DataFrame], pl.DataFrame]) -> p
     return pl.concat(parts) if len(parts) > 1 else parts[0]
 
 
-def enrich(turns: pa.Table | pl.DataFrame) -> pl.DataFrame:
+def enrich(
+    turns: pa.Table | pl.DataFrame, failures: list[dict[str, Any]] | None = None
+) -> pl.DataFrame:
     """The turn table with secrets redacted and the derived columns of schema.DERIVED_COLUMNS.
 
     Given as a polars frame, the turns are not converted again: a caller that converts them
-    itself can free the Arrow table before enrichment grows its columns."""
+    itself can free the Arrow table before enrichment grows its columns. A turn whose derived
+    values can not be computed keeps its row (those values NULL) and adds a row to
+    `failures`, in the shape of schema.REJECTS: one turn never stops the scan."""
     # from_arrow gives a Series only for an Array: a Table is a DataFrame.
     frame = turns if isinstance(turns, pl.DataFrame) else cast(pl.DataFrame, pl.from_arrow(turns))
-    df = _sliced(frame, _own_signals)
+    sink: list[dict[str, Any]] = [] if failures is None else failures
+    df = _sliced(frame, lambda part: _own_signals(part, sink))
     # The two signals that compare a turn with the previous turn of the same actor: the window
     # runs once over the whole table on small columns (a row number, a flag), and each slice
     # then fetches its previous turns' bigrams by row number.
@@ -244,7 +249,7 @@ def enrich(turns: pa.Table | pl.DataFrame) -> pl.DataFrame:
     return df.select(schema.TURNS.names)
 
 
-def _own_signals(df: pl.DataFrame) -> pl.DataFrame:
+def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFrame:
     """What a turn's own text and calls say, plus `_bigrams` (its word-bigram hashes) and
     `_transfers` (it calls a transfer tool) for the comparisons with earlier turns."""
     content = pl.col("content").fill_null("")
@@ -298,7 +303,7 @@ def _own_signals(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("_tail").struct.field("period").alias("tail_period"),
         pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
     ).drop("_whole", "_tail")
-    return _text_calls(_request_keys(_reasoning_calls(_tool_markup(df))))
+    return _text_calls(_request_keys(_reasoning_calls(_tool_markup(df))), failures)
 
 
 def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
@@ -385,7 +390,7 @@ def _reasoning_calls(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _text_calls(df: pl.DataFrame) -> pl.DataFrame:
+def _text_calls(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFrame:
     """text_call_format / text_calls of assistant turns: tool calls written in the visible
     text by a text-protocol agent, parsed the way its harness parses it (textcalls.py)."""
     # The gate runs vectorised: only the few messages that may hold a call reach Python.
@@ -393,7 +398,14 @@ def _text_calls(df: pl.DataFrame) -> pl.DataFrame:
         textcalls.GATE.pattern
     )
     rows = df.select(pl.arg_where(gated.fill_null(False)).alias("i"))["i"]
-    found = [textcalls.parse(t) for t in df["visible_text"].gather(rows)]
+    found: list[tuple[str, list[dict[str, str | None]]] | None] = []
+    for at, text in enumerate(df["visible_text"].gather(rows)):
+        try:
+            found.append(textcalls.parse(text))
+        except Exception as exc:  # a parser bug on one message: that turn's reject
+            interrupts.raise_if_interrupted(exc)
+            found.append(None)
+            failures.append(_failure(df.row(rows[at], named=True), "text tool calls", exc))
     parsed = pl.DataFrame(
         {
             "_row": rows,
@@ -408,3 +420,22 @@ def _text_calls(df: pl.DataFrame) -> pl.DataFrame:
         .join(parsed, on="_row", how="left", maintain_order="left")
         .drop("_row")
     )
+
+
+def _failure(turn: dict[str, Any], what: str, exc: Exception) -> dict[str, Any]:
+    """A reject row (schema.REJECTS) for a derived value a turn could not be given. The turn
+    itself is kept; the reason names the turn, and no text of it (the rejects were redacted
+    before enrichment, this row is made after)."""
+    reason = (
+        f"{what} of turn {turn['turn_index']} of {turn['trajectory_id']} not computed "
+        f"({type(exc).__name__}); the turn is kept without them: this is a bug in forensics, "
+        "please report it"
+    )
+    return {
+        "source_path": turn["source_path"],
+        "source_line": turn["source_line"],
+        "source_format": turn["source_format"],
+        "json_path": None,
+        "reason": reason,
+        "excerpt": "",
+    }

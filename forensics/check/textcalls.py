@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from functools import partial
 from typing import Any
 
@@ -63,6 +64,7 @@ _MISTRAL_CALL = linear.compile(rf"(?s)([{_W}.\-]+){_S}*(\{{.*)$")
 _CALL_OBJECT = linear.compile(rf'{_S}*[\[{{]{_S}*"(?:name|action|function_call|tool_call)"{_S}*:')
 _LLAMA_END = re.compile(r"<\|eom_id\|>|<\|eot_id\|>")
 _BETWEEN_CALLS = re.compile(r"\}\s*;\s*\{")
+_DIGITS = re.compile(r"\d+")
 _ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
 # A payload shown when it does not parse, cut from redacted text (a decoded key may cross the cut).
 _shown = partial(clip, limit=500)
@@ -76,6 +78,20 @@ def _call(name: Any, arguments: Any, error: str | None) -> dict[str, str | None]
 
 def _json_error(exc: json.JSONDecodeError) -> str:
     return f"not valid JSON: {exc.msg} (char {exc.pos})"
+
+
+def _loads(text: str) -> Any:
+    """json.loads as the harness runs it, every failure a JSONDecodeError: an integer longer
+    than Python reads (sys.int_max_str_digits) fails the harness's parse just the same."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # the integer digit limit
+        limit = sys.get_int_max_str_digits()
+        # Each run of digits once (a counted repeat would rescan every shorter run).
+        at = next((m.start() for m in _DIGITS.finditer(text) if len(m.group()) > limit), 0)
+        raise json.JSONDecodeError(str(exc).split(";")[0], text, at) from None
 
 
 def _name_hint(text: str) -> str | None:
@@ -104,7 +120,7 @@ def _tau_action(payload: str) -> dict[str, str | None]:
     does there), then a mapping with "name" and "arguments"."""
     text = payload.strip()
     try:
-        value = json.loads(text)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
         return _call(_name_hint(text), _shown(text), _json_error(exc))
     if not isinstance(value, dict) or "name" not in value or "arguments" not in value:
@@ -139,11 +155,15 @@ def _react(text: str) -> list[dict[str, str | None]] | None:
 
 
 def _literal(node: ast.expr) -> Any:
-    """A literal argument as its value, anything else (a name, an expression) as source."""
+    """A literal argument as its value where JSON can write it; anything else (a name, an
+    expression, a set, bytes, a complex number, an infinite float, a dict with tuple keys) as
+    its source: the arguments column is JSON text, and Python literals are wider than JSON."""
     try:
-        return ast.literal_eval(node)
+        value = ast.literal_eval(node)
+        json.dumps(value, sort_keys=True, allow_nan=False)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return ast.unparse(node)
+    return value
 
 
 def _python_calls(code: str) -> list[dict[str, str | None]]:
@@ -186,7 +206,7 @@ def _python_calls(code: str) -> list[dict[str, str | None]]:
 def _json_values(payload: str) -> list[dict[str, str | None]]:
     """One JSON value holding a call object or a list of them."""
     try:
-        value = json.loads(payload)
+        value = _loads(payload)
     except json.JSONDecodeError as exc:
         return [_call(_name_hint(payload), _shown(payload), _json_error(exc))]
     items = value if isinstance(value, list) else [value]
@@ -213,7 +233,7 @@ def _mistral(text: str) -> list[dict[str, str | None]]:
             m = _MISTRAL_CALL.match(piece)
             name, args = (m.group(1), m.group(2)) if m else (clip(piece, 64), "")
         try:
-            json.loads(args)
+            _loads(args)
         except json.JSONDecodeError as exc:
             out.append(_call(name.strip() or None, _shown(args), _json_error(exc)))
             continue

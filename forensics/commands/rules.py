@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from forensics.commands.shared import fail, load_rules, rules_option, write
+from forensics.report.render.safe import block
 
 
 @click.group("rules", invoke_without_command=True)
@@ -31,12 +32,13 @@ def command(ctx: click.Context, rules_dirs: tuple[Path, ...], fmt: str) -> None:
 
     rules = load_rules(rules_dirs)
     if fmt == "markdown":
-        click.echo(catalogue.markdown_table(rules))
+        click.echo(block(catalogue.markdown_table(rules)))
         return
     width = max(len(r.id) for r in rules)
     for r in rules:
         mark = "[preview] " if r.preview else ""
-        click.echo(f"{r.id:<{width}}  {r.severity:<8} {r.confidence:<9} {mark}{r.summary}")
+        line = f"{r.id:<{width}}  {r.severity:<8} {r.confidence:<9} {mark}{r.summary}"
+        click.echo(block(line))
 
 
 @command.command("explain")
@@ -54,20 +56,25 @@ def explain(ctx: click.Context, rule_id: str, rules_dirs: tuple[Path, ...]) -> N
         fail(f"{rule_id}: {no_such_rule(rule_id, list(rules))}")
     r = rules[rule_id]
     status = ", status preview (runs, not yet measured on the accuracy corpus)" if r.preview else ""
+    # A rule pack is text from elsewhere (--rules DIR): shown, never obeyed, like log text.
     click.echo(
-        f"{r.id} — {r.title}\nseverity {r.severity}, confidence {r.confidence}, cause {r.cause}"
-        f"{status}\n"
+        block(
+            f"{r.id} — {r.title}\nseverity {r.severity}, confidence {r.confidence}, "
+            f"cause {r.cause}{status}\n"
+        )
     )
     for section in schema.DOC_SECTIONS:
-        click.echo(f"## {section.replace('_', ' ')}\n{r.docs[section]}\n")
+        click.echo(block(f"## {section.replace('_', ' ')}\n{r.docs[section]}\n"))
     if r.params:
         click.echo("## parameters")
         for p in r.params.values():
-            click.echo(f"{p.name} = {p.literal()}\n  {p.doc}")
+            click.echo(block(f"{p.name} = {p.literal()}\n  {p.doc}"))
         first = next(iter(r.params.values()))
         click.echo(
-            f"\nOverride in [tool.forensics]: params = {{ {r.id} = {{ {first.name} = "
-            f'{first.literal()} }} }}; in a fixture case: "params": {{"{first.name}": …}}\n'
+            block(
+                f"\nOverride in [tool.forensics]: params = {{ {r.id} = {{ {first.name} = "
+                f'{first.literal()} }} }}; in a fixture case: "params": {{"{first.name}": …}}\n'
+            )
         )
 
 

@@ -428,6 +428,10 @@ def command(
     # stdout carries one document when one was asked for there; people read stderr then.
     err = document is not None
     if document is not None:
+        if outputs.stdout in ("json", "sarif", "baseline"):  # on a terminal or in a CI log
+            from forensics.report.render.safe import json_visible
+
+            document = json_visible(document)
         click.echo(document, nl=False)
     _print(report, judged, outputs, terminal, err)
     sys.exit(0 if writing_baseline else judged.verdict.exit_code)

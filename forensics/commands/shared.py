@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
 import click
 from click.core import ParameterSource
 
-from forensics import atomic, progress
+from forensics import atomic, interrupts, progress
 
 if TYPE_CHECKING:
     from forensics import config
@@ -30,7 +30,10 @@ _FILE = "forensics.settings.file"
 
 
 def fail(message: str) -> NoReturn:
-    """A usage or input error: one line on stderr, exit code 2."""
+    """A usage or input error: one line on stderr, exit code 2. After a Ctrl-C, an error is
+    what the interrupt became (a query DuckDB stopped, a write cut short): exit code 130."""
+    if interrupts.interrupted():
+        raise KeyboardInterrupt
     progress.interrupt()
     click.echo(f"forensics: error: {shown(message)}", err=True)
     sys.exit(2)

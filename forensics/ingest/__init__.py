@@ -8,6 +8,7 @@ order detection asks them.
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from forensics import progress
+from forensics import interrupts, progress
 from forensics.ingest import companions, formats, fusion
 from forensics.ingest.formats import sidecars
 from forensics.ingest.parse import files, jsonwalk
@@ -64,7 +65,11 @@ def detect(head: bytes, path: Path | None = None) -> tuple[FormatSpec | None, st
     """The format of a file from its first bytes (and its path, for containers), and the
     reason for the verdict."""
     for fmt in FORMATS:
-        if fmt.claim is not None and (why := fmt.claim(head, path)) is not None:
+        try:
+            why = fmt.claim(head, path) if fmt.claim is not None else None
+        except Exception:  # a claim that fails on this head: that format does not claim it
+            continue
+        if why is not None:
             return fmt, why
     if not head.strip():
         return None, "empty file"
@@ -73,15 +78,25 @@ def detect(head: bytes, path: Path | None = None) -> tuple[FormatSpec | None, st
     text = head.decode("utf-8", errors="replace")
     if text.count("\ufffd") > max(8, len(text) // 100):
         return None, "binary file (mostly invalid UTF-8), not a log or JSON"
-    text = jsonwalk.skip_broken_lead(text)
+    # A first record cut short still shows its keys (the sniffers read a cut head): asked
+    # first as it is, and only if no reader of records knows it, past the broken lines.
+    opens = text.lstrip("\ufeff \t\r\n")[:1] in ("{", "[")
+    if opens and (found := _sniff(text, text_scanner=False)) is not None:
+        return found
+    return _sniff(jsonwalk.skip_broken_lead(text)) or (None, "unknown format")
+
+
+def _sniff(text: str, *, text_scanner: bool = True) -> tuple[FormatSpec, str] | None:
     for fmt in FORMATS:
+        if not text_scanner and fmt.priority >= TEXT_SCANNER:
+            continue
         try:
             why = fmt.sniff_text(text)
-        except Exception:
+        except Exception:  # a sniffer that fails on this head: that format does not know it
             continue
         if why is not None:
             return fmt, why
-    return None, "unknown format"
+    return None
 
 
 @contextmanager
@@ -161,14 +176,42 @@ def _read(expansion: files.Expansion, limits: files.Limits, fuse: bool) -> Inges
     return Ingested(turns, trajectories, rejects, reports, skipped)
 
 
+def _head(path: Path, damage: list[str]) -> bytes:
+    """The bytes detection reads: the file's first, or, when they are all JSON lines cut
+    short, the first whole JSON line after them and what follows it (records behind a broken
+    lead of any length are still found)."""
+    head = files.head(path)
+    text = head.decode("utf-8", errors="replace")
+    if text.lstrip("\ufeff")[:1] not in ("{", "["):
+        return head
+    known = len(damage)
+    try:
+        later = jsonwalk.past_broken_lead(text, files.iter_lines(path), files.SNIFF_BYTES)
+    except (files.TooLarge, OSError):  # the reader meets it again, and reports it
+        later = None
+    del damage[known:]  # the same: the reader's own pass records it once
+    return head if later is None else later.encode("utf-8", errors="replace")
+
+
 def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileReport:
     """One file into the collector. Whatever happens inside a reader stays with this file: it
     becomes a reject naming the file; the rows it had already produced are kept."""
     name = clean_text(str(path))  # what tables and reports call the file (see records)
     try:
-        fmt, why = detect(files.head(path), path)
+        fmt, why = detect(_head(path, damage), path)
     except OSError as exc:
         fmt, why = None, f"cannot read: {exc.strerror or exc}"
+    except RecursionError:
+        fmt, why = None, f"format not detected: {NESTED_TOO_DEEPLY}"
+    except Exception as exc:  # detection is per file too: its failure is this file's reject
+        interrupts.raise_if_interrupted(exc)
+        fmt, why = (
+            None,
+            (
+                f"format detection failed ({type(exc).__name__}: {exc}); this is a bug in "
+                "forensics, please report it"
+            ),
+        )
     if fmt is None:
         if damage:  # nothing could be inflated: the damage is the reason, not "empty"
             why = f"{damage[0]}; nothing before it could be read"
@@ -186,9 +229,14 @@ def _read_file(path: Path, collector: Collector, damage: list[str]) -> FileRepor
         failure = f"read error: {exc.strerror or exc}"
     except RecursionError:
         failure = NESTED_TOO_DEEPLY
+    except json.JSONDecodeError as exc:  # a reader that parses the file whole
+        failure = f"invalid JSON at line {exc.lineno}: {exc.msg}"
+    except jsonwalk.WalkError as exc:
+        failure = f"invalid JSON: {exc.msg}"
     except MemoryError:
         failure = "out of memory reading this file"
     except Exception as exc:  # a bug in a reader: this file's reject, never the scan's end
+        interrupts.raise_if_interrupted(exc)
         failure = (
             f"the {fmt.name} reader failed ({type(exc).__name__}: {exc}); this is a bug in "
             "forensics, please report it"

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, excerpt, reject_trailing
+from forensics.ingest.records import (
+    NESTED_TOO_DEEPLY,
+    Collector,
+    excerpt,
+    reject_trailing,
+    unreadable,
+)
 from forensics.wording import json_error
 
 
@@ -43,7 +49,7 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
             if not text or text.isspace():  # strip() would copy every line
                 continue
             try:
-                value = json.loads(text)
+                value = jsonwalk.loads(text)
             except json.JSONDecodeError as exc:
                 reason = f"invalid JSON ({json_error(exc.msg, exc.colno)})"
                 collector.reject(name, number, reason, text, fmt)
@@ -61,6 +67,10 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
         try:
             for index, (start, item, stop) in enumerate(jsonwalk.elements(text, pos)):
                 last = stop
+                if unreadable(
+                    collector, name, line_of(start), item, fmt, f"$[{index}]", text, start
+                ):
+                    continue
                 yield Record(line_of(start), f"$[{index}]", item, _locator(text, start, line_of))
         except jsonwalk.WalkError as exc:
             reason = (
@@ -77,14 +87,15 @@ def read(path: Path, collector: Collector, fmt: str) -> Iterator[Record]:
     index = 0
     while True:
         try:
-            value, end = jsonwalk.value(text, pos)
+            value, end = jsonwalk.walked(text, pos)
         except jsonwalk.WalkError as exc:
             where = "" if index == 0 else f"value {index + 1}: "
             reason = f"{where}invalid JSON ({json_error(exc.msg)})"
             collector.reject(name, line_of(exc.pos), reason, excerpt(text, pos), fmt)
             return
         json_path = "$" if index == 0 and jsonwalk.trailing(text, end) is None else f"$<{index}>"
-        yield Record(line_of(pos), json_path, value, _locator(text, pos, line_of))
+        if not unreadable(collector, name, line_of(pos), value, fmt, json_path, text, pos):
+            yield Record(line_of(pos), json_path, value, _locator(text, pos, line_of))
         following = jsonwalk.skip_ws(text, end)
         if following >= len(text) or text[following] != "{":
             break

@@ -14,9 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics import schema
+from forensics import interrupts, schema
 from forensics.ingest.parse import jsonwalk
-from forensics.ingest.parse.apicommon import json_text, text_of
+from forensics.ingest.parse.apicommon import as_float, count_of, json_text, text_of
 from forensics.ingest.parse.files import TooLarge, keep_records
 from forensics.ingest.rows import BadValue, RowMaker, clean_text
 from forensics.redact import CONTEXT_AFTER, clip
@@ -92,7 +92,7 @@ class Run:
     @property
     def max_output_tokens(self) -> int | None:
         value = self.labels.get("request.max_tokens")
-        return int(value) if value and value.isdigit() else None
+        return count_of(value) if value else None
 
     @property
     def tools_attached(self) -> bool | None:
@@ -234,7 +234,7 @@ def tau_reward(info: Any, fallback: float | None = None) -> float | None:
     if isinstance(info, dict) and isinstance(info.get("reward_info"), dict):
         reward = info["reward_info"].get("reward")
         if isinstance(reward, int | float):
-            return float(reward)
+            return as_float(reward)
     return fallback
 
 
@@ -279,6 +279,7 @@ def isolated(
     except RecursionError:
         collector.reject(path, line, NESTED_TOO_DEEPLY, "", fmt, json_path)
     except Exception as exc:
+        interrupts.raise_if_interrupted(exc)  # a Ctrl-C a library wrapped: not this record's
         collector.reject(
             path,
             line,
@@ -288,6 +289,26 @@ def isolated(
             fmt,
             json_path,
         )
+
+
+def unreadable(
+    collector: Collector,
+    path: str,
+    line: int | None,
+    item: Any,
+    fmt: str,
+    json_path: str | None = None,
+    text: str = "",
+    start: int = 0,
+) -> bool:
+    """Whether item is a record the walk could not read (jsonwalk.Unreadable: JSON, but with an
+    integer too long to convert), rejected here alone: the records around it are read. Its
+    excerpt is cut from text at start only then (redacting a window costs)."""
+    if not isinstance(item, jsonwalk.Unreadable):
+        return False
+    shown = excerpt(text, start) if text else ""
+    collector.reject(path, line, f"record not read: {item.reason}", shown, fmt, json_path)
+    return True
 
 
 def reject_trailing(

@@ -40,6 +40,7 @@ from forensics.check import engine
 from forensics.check.enrich import enrich
 from forensics.content import CHECKOUT
 from forensics.ingest.records import normalise_finish_reason
+from forensics.report.render.safe import one_line
 
 PRECISION_FLOOR = {"hard": 1.0, "heuristic": 0.9}
 # The rules whose findings name a tool-call markup format (the `format` a plant expects).
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     misses += [f"FN {rule} {tid} turn {turn}" for tid, rule, turn in report.false_negatives]
     misses += [f"FORMAT {e}" for e in report.format_errors]
     for line in misses if args.verbose else misses[:20]:
-        print(line)
+        print(one_line(line))  # finding messages quote the corpus's text
     if len(misses) > 20 and not args.verbose:
         print(f"… {len(misses) - 20} more (-v lists them all)")
     if report.preview:

@@ -11,9 +11,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
+    as_list,
     as_str,
     error_text,
     json_text,
@@ -91,7 +93,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {"role": "system", "content": text_of(system), "reasoning": None, "tool_calls": []}
         )
-    for message in body.get("messages") or []:
+    for message in as_list(body.get("messages")):
         if not isinstance(message, dict):
             continue
         if message.get("role") == "assistant":
@@ -193,7 +195,7 @@ def stream_turn(events: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
     for index, pieces in partial_json.items():
         joined = "".join(pieces)
         try:
-            blocks[index]["input"] = json.loads(joined) if joined else {}
+            blocks[index]["input"] = jsonwalk.loads(joined) if joined else {}
         except json.JSONDecodeError:
             blocks[index]["input"] = joined  # kept as sent: invalid arguments are evidence
     fields["finish_reason_raw"] = stop

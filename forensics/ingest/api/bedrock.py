@@ -22,9 +22,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
+    as_list,
     as_str,
     error_text,
     json_text,
@@ -95,7 +97,7 @@ def eventstream_chunks(data: bytes) -> list[dict[str, Any]]:
                 raise ValueError("checksum mismatch")
             headers = _headers(frame[_PRELUDE : _PRELUDE + head_len])
             payload = frame[_PRELUDE + head_len : -4]
-            value = json.loads(payload) if payload.strip() else {}
+            value = jsonwalk.loads(payload) if payload.strip() else {}
         except (struct.error, ValueError, IndexError, RecursionError) as exc:
             chunks.append({"exception": {"type": "damagedFrame", "message": f"byte {pos}: {exc}"}})
             break
@@ -119,7 +121,7 @@ def _invoke_chunk(headers: Mapping[str, Any], value: Any) -> dict[str, Any] | No
     if headers.get(":event-type") != "chunk" or not isinstance(value, dict):
         return None
     try:
-        inner = json.loads(base64.b64decode(str(value.get("bytes")), validate=False))
+        inner = jsonwalk.loads(base64.b64decode(str(value.get("bytes")), validate=False))
     except (ValueError, RecursionError):
         return None
     return inner if isinstance(inner, dict) else None
@@ -155,8 +157,8 @@ def is_request(body: Mapping[str, Any]) -> bool:
     # Untyped blocks: every content block is keyed by its kind, none has a `type`.
     blocks = [
         block
-        for message in body.get("messages") or []
-        for block in (as_dict(message).get("content") or [])
+        for message in as_list(body.get("messages"))
+        for block in as_list(as_dict(message).get("content"))
         if isinstance(block, dict)
     ]
     return bool(blocks) and all("type" not in b and b.keys() & _BLOCK_KEYS for b in blocks)
@@ -198,7 +200,7 @@ def _assistant(blocks: Any) -> dict[str, Any]:
             if text := _reasoning_text(block["reasoningContent"]):
                 thoughts.append(text)
         elif "citationsContent" in block:  # text with its sources (Nova, Claude citations)
-            for part in as_dict(block["citationsContent"]).get("content") or []:
+            for part in as_list(as_dict(block["citationsContent"]).get("content")):
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     texts.append(part["text"])
         else:
@@ -216,7 +218,7 @@ def _assistant(blocks: Any) -> dict[str, Any]:
 
 def _tool_result(result: Mapping[str, Any]) -> str | None:
     parts = []
-    for item in result.get("content") or []:
+    for item in as_list(result.get("content")):
         if isinstance(item, dict) and isinstance(item.get("text"), str):
             parts.append(item["text"])
         elif isinstance(item, dict) and "json" in item:
@@ -259,7 +261,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {"role": "system", "content": text_of(system), "reasoning": None, "tool_calls": []}
         )
-    for message in body.get("messages") or []:
+    for message in as_list(body.get("messages")):
         if not isinstance(message, dict):
             continue
         if message.get("role") == "assistant":
@@ -281,7 +283,7 @@ def _tool_choice(choice: Any) -> str | None:
 
 def request_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     config = as_dict(body.get("toolConfig"))
-    tools = [t for t in config.get("tools") or [] if isinstance(t, dict) and "toolSpec" in t]
+    tools = [t for t in as_list(config.get("tools")) if isinstance(t, dict) and "toolSpec" in t]
     extra = as_dict(body.get("additionalModelRequestFields"))
     thinking = as_dict(extra.get("thinking") or extra.get("reasoning_config"))
     fields = request_basics(
@@ -398,7 +400,7 @@ def stream_turn(events: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], di
     for index, pieces in inputs.items():
         joined = "".join(pieces)
         try:
-            blocks[index]["toolUse"]["input"] = json.loads(joined) if joined else {}
+            blocks[index]["toolUse"]["input"] = jsonwalk.loads(joined) if joined else {}
         except json.JSONDecodeError:
             blocks[index]["toolUse"]["input"] = joined  # invalid arguments are evidence
     fields["finish_reason_raw"] = stop

@@ -18,7 +18,7 @@ from typing import Any
 
 from forensics.ingest.api import anthropic, openai_chat, openai_responses
 from forensics.ingest.api.exchange import Exchange
-from forensics.ingest.parse.apicommon import as_int, as_str, error_text
+from forensics.ingest.parse.apicommon import as_int, as_str, count_of, error_text
 
 _REQUEST_BODY_KEYS = {"messages", "input", "contents", "prompt"}
 _REQUEST_ENVELOPE_KEYS = {
@@ -82,8 +82,8 @@ def _request(raw: Any) -> tuple[Any, str | None, str | None]:
 def _status(value: Any) -> int | None:
     if isinstance(value, dict):  # vcrpy: {"code": 200, "message": "OK"}
         value = value.get("code")
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+    if isinstance(value, str):
+        return count_of(value)
     return as_int(value)
 
 

@@ -31,7 +31,15 @@ from forensics.ingest.api import (
     requestinfo,
     sse,
 )
-from forensics.ingest.parse.apicommon import as_dict, as_str, endpoint_of, error_text, without_query
+from forensics.ingest.parse import jsonwalk
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_list,
+    as_str,
+    endpoint_of,
+    error_text,
+    without_query,
+)
 from forensics.redact import clip
 
 
@@ -104,7 +112,7 @@ def _decode(body: Any) -> tuple[str, Any]:
         return "sse", text
     if text[0] in "{[":
         try:
-            return _decode(json.loads(text))
+            return _decode(jsonwalk.loads(text))
         except (json.JSONDecodeError, RecursionError):
             if (lines := _ndjson(text)) is not None:
                 return "chunks", lines
@@ -121,7 +129,7 @@ def _ndjson(text: str) -> list[dict[str, Any]] | None:
     out = []
     for line in lines:
         try:
-            value = json.loads(line)
+            value = jsonwalk.loads(line)
         except (json.JSONDecodeError, RecursionError):
             return None
         if not isinstance(value, dict):
@@ -140,7 +148,7 @@ def _sse_payloads(text: str) -> tuple[list[dict[str, Any]], bool, int]:
             done = True
             continue
         try:
-            obj = json.loads(event.data)
+            obj = jsonwalk.loads(event.data)
         except (json.JSONDecodeError, RecursionError):
             bad += 1
             continue
@@ -441,8 +449,8 @@ def _anthropic_request(body: Mapping[str, Any]) -> bool:
         return True
     return any(
         isinstance(block, dict) and block.get("type") in _ANTHROPIC_BLOCKS
-        for message in body.get("messages") or []
-        for block in as_dict(message).get("content") or []
+        for message in as_list(body.get("messages"))
+        for block in as_list(as_dict(message).get("content"))
     )
 
 

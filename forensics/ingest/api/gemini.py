@@ -53,7 +53,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Episode, Run, excerpt, isolated
+from forensics.ingest.parse.apicommon import as_list
+from forensics.ingest.records import (
+    NESTED_TOO_DEEPLY,
+    Collector,
+    Episode,
+    Run,
+    excerpt,
+    isolated,
+    unreadable,
+)
 from forensics.wording import json_error
 
 FORMAT = "gemini"
@@ -165,7 +174,7 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
     chunks = []
     for _line, payload in iter_sse_events(text):
         try:
-            obj = json.loads(payload)
+            obj = jsonwalk.loads(payload)
         except json.JSONDecodeError:
             continue
         if isinstance(obj, dict):
@@ -198,7 +207,7 @@ def merge_chunks(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             value = _get(first, camel)
             if value is not None:
                 candidate[camel] = value
-        for part in _get(_get(first, "content"), "parts") or []:
+        for part in as_list(_get(_get(first, "content"), "parts")):
             if not isinstance(part, Mapping):
                 continue
             call = _get(part, "functionCall")
@@ -243,7 +252,7 @@ def request_fields(request: Mapping[str, Any] | None, url: str | None = None) ->
         out["reasoning_effort"] = str(level) if level is not None else None
     declared = 0
     names = set()
-    for tool in _get(request, "tools") or []:
+    for tool in as_list(_get(request, "tools")):
         declarations = _get(tool, "functionDeclarations")
         if isinstance(declarations, list):
             declared += len(declarations)
@@ -276,7 +285,7 @@ def _content_message(content: Any) -> dict[str, Any]:
     text: list[str] = []
     thought: list[str] = []
     calls: list[dict[str, Any]] = []
-    for part in _get(content, "parts") or []:
+    for part in as_list(_get(content, "parts")):
         if not isinstance(part, Mapping):
             continue
         call = _get(part, "functionCall")
@@ -357,18 +366,18 @@ def request_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     if system is not None:
         texts: list[str] = [
             p["text"]
-            for p in _get(system, "parts") or []
+            for p in as_list(_get(system, "parts"))
             if isinstance(p, Mapping) and isinstance(p.get("text"), str)
         ]
         out.append({"role": "system", "content": "\n".join(texts)})
-    for content in _get(request, "contents") or []:
+    for content in as_list(_get(request, "contents")):
         if not isinstance(content, Mapping):
             continue
         if content.get("role") == "model":
             out.append(_content_message(content))
             continue
         texts = []
-        for part in _get(content, "parts") or []:
+        for part in as_list(_get(content, "parts")):
             if not isinstance(part, Mapping):
                 continue
             response = _get(part, "functionResponse")
@@ -403,7 +412,7 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
     if first_text.startswith("data:"):
         for line, payload in _sse_events(files.iter_lines(path)):
             try:
-                yield line, json.loads(payload), True
+                yield line, jsonwalk.loads(payload), True
             except json.JSONDecodeError as exc:
                 reason = f"SSE event is not JSON: {json_error(exc.msg)}"
                 collector.reject(str(path), line, reason, payload, FORMAT)
@@ -419,7 +428,7 @@ def _values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, bool]]
             collector.reject(str(path), line, files.long_line(), "", FORMAT)
         elif text.strip():
             try:
-                yield line, json.loads(text), False
+                yield line, jsonwalk.loads(text), False
             except json.JSONDecodeError as exc:
                 collector.reject(
                     str(path), line, f"invalid JSON: {json_error(exc.msg)}", text, FORMAT
@@ -435,7 +444,10 @@ def _array_values(path: Path, collector: Collector) -> Iterator[tuple[int, Any, 
     kept = 0
     try:
         for offset, value, end in jsonwalk.arrays(text, start):
-            yield line_of(offset), value, True
+            if not unreadable(
+                collector, str(path), line_of(offset), value, FORMAT, None, text, offset
+            ):
+                yield line_of(offset), value, True
             kept += 1
             start = end
     except jsonwalk.WalkError as exc:
@@ -460,7 +472,7 @@ def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, An
     pos = jsonwalk.skip_ws(text, 1 if text.startswith("\ufeff") else 0)
     while pos < len(text):
         try:
-            value, end = jsonwalk.value(text, pos)
+            value, end = jsonwalk.walked(text, pos)
         except jsonwalk.WalkError as exc:
             collector.reject(
                 str(path),
@@ -474,7 +486,8 @@ def _document_values(path: Path, collector: Collector) -> Iterator[tuple[int, An
                 return
             pos = nxt + 1
             continue
-        yield line_of(pos), value, False
+        if not unreadable(collector, str(path), line_of(pos), value, FORMAT, None, text, pos):
+            yield line_of(pos), value, False
         pos = jsonwalk.skip_ws(text, end)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from forensics import linear, markers
 from forensics.ingest.api import requestinfo
 from forensics.ingest.api.exchange import Call
+from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import text_of
 from forensics.ingest.records import Collector, Episode, Run
 
@@ -63,7 +64,7 @@ def _arguments(args: Any, cache: dict[str, str]) -> str:
     if (known := cache.get(args)) is not None:
         return known
     try:
-        value = json.loads(args)
+        value = jsonwalk.loads(args)
         canon = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (json.JSONDecodeError, RecursionError):
         canon = args.strip()

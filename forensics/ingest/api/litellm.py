@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from forensics.ingest.api.exchange import Call, Exchange, NotACall, build
-from forensics.ingest.parse.apicommon import as_dict, as_int, as_str
+from forensics.ingest.parse import jsonwalk
+from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, count_of
 from forensics.ingest.records import normalise_finish_reason
 from forensics.wording import article
 
@@ -45,7 +46,7 @@ def _decoded(record: Mapping[str, Any], key: str) -> Any:
     if value.strip() in ("", "{}", "None", "null"):
         return None
     try:
-        return json.loads(value)
+        return jsonwalk.loads(value)
     except (json.JSONDecodeError, RecursionError):
         raise NotACall(f"LiteLLM log: field {key!r} is not valid JSON") from None
 
@@ -89,7 +90,7 @@ def call_of(record: Mapping[str, Any], line: int) -> Call:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": response}}]
         }
     code_text = str(error_info.get("error_code") or "")
-    code = int(code_text) if code_text.isdigit() else None
+    code = count_of(code_text)
     call = build(
         Exchange(
             request=request or None,

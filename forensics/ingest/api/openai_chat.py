@@ -14,6 +14,7 @@ from typing import Any
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
+    as_list,
     as_str,
     error_text,
     json_text,
@@ -109,7 +110,7 @@ def request_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     messages = body.get("messages")
     if isinstance(messages, str):  # a prompt sent as one string
         return [{"role": "user", "content": messages, "reasoning": None, "tool_calls": []}]
-    return [request_message(m) for m in messages or [] if isinstance(m, dict)]
+    return [request_message(m) for m in as_list(messages) if isinstance(m, dict)]
 
 
 def tools_offered(body: Mapping[str, Any]) -> int:
@@ -228,7 +229,7 @@ def stream_turn(
             fields["model"] = model
         if isinstance(chunk.get("usage"), dict):
             fields.update({k: v for k, v in _usage(chunk["usage"]).items() if v is not None})
-        for choice in chunk.get("choices") or []:
+        for choice in as_list(chunk.get("choices")):
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = as_dict(choice.get("delta") or choice.get("message"))
@@ -242,7 +243,7 @@ def stream_turn(
                 reasoning.append(piece)
             if isinstance(delta.get("refusal"), str):  # a refusal streams as its own deltas
                 refusal.append(delta["refusal"])
-            for part in delta.get("tool_calls") or []:
+            for part in as_list(delta.get("tool_calls")):
                 if not isinstance(part, dict):
                     continue
                 key = part.get("index")

@@ -14,6 +14,7 @@ from typing import Any
 from forensics.ingest.parse.apicommon import (
     as_dict,
     as_int,
+    as_list,
     as_str,
     error_text,
     json_text,
@@ -39,7 +40,7 @@ def _call(item: Mapping[str, Any]) -> dict[str, Any]:
 def _reasoning_text(item: Mapping[str, Any]) -> str | None:
     texts = []
     for key in ("content", "summary"):
-        for part in item.get(key) or []:
+        for part in as_list(item.get(key)):
             if isinstance(part, dict) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
     return "\n".join(texts) if texts else None
@@ -56,7 +57,7 @@ def output_message(items: Any) -> dict[str, Any]:
             continue
         kind = item.get("type")
         if kind == "message":
-            for part in item.get("content") or []:
+            for part in as_list(item.get("content")):
                 if not isinstance(part, dict):
                     continue
                 if part.get("type") == "refusal":  # the model refused: not an answer's text

@@ -26,6 +26,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from forensics.ingest.parse import jsonwalk
+
 _KEY = '"messages":'
 _TOOLS = '"tools":'
 _MESSAGES = "messages"
@@ -70,7 +72,7 @@ class PrefixParser:
             return self._loads(line)
         except (ValueError, RecursionError, IndexError, StopIteration):
             pass
-        return json.loads(line)
+        return jsonwalk.loads(line)
 
     def _loads(self, line: str) -> Any:
         start = _value_at(line, _KEY)

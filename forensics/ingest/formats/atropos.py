@@ -29,7 +29,7 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.formats.sharegpt import leading_reasoning
 from forensics.ingest.parse import jsonhead
-from forensics.ingest.parse.apicommon import as_int
+from forensics.ingest.parse.apicommon import as_float, as_int
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
@@ -185,7 +185,7 @@ def _episodes(
             source_format=FORMAT,
             task_id=f"group-{n}",
             trial=i,
-            reward=float(score)
+            reward=as_float(score)
             if isinstance(score, int | float) and not isinstance(score, bool)
             else None,
             note=note,

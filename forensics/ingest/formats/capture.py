@@ -106,6 +106,12 @@ def _jsonl(path: Path) -> Iterator[Record]:
             yield number, None, NESTED_TOO_DEEPLY, text_excerpt(text)
 
 
+def _walked(line: int, value: Any, excerpt: str) -> Record:
+    if isinstance(value, jsonwalk.Unreadable):
+        return line, None, f"record not read: {value.reason}", excerpt
+    return line, value, None, ""
+
+
 def _document(path: Path) -> Iterator[Record]:
     """A JSON array of records, or one or more JSON values one after another."""
     text = files.read_text(path)
@@ -116,11 +122,11 @@ def _document(path: Path) -> Iterator[Record]:
         if text.startswith("[", pos):
             for start, value, end in jsonwalk.arrays(text, pos):
                 read = end
-                yield line_of(start), value, None, ""
+                yield _walked(line_of(start), value, text[start : start + 200])
             return
         while pos < len(text):
-            value, end = jsonwalk.value(text, pos)
-            yield line_of(pos), value, None, ""
+            value, end = jsonwalk.walked(text, pos)
+            yield _walked(line_of(pos), value, text[pos : pos + 200])
             read = end
             pos = jsonwalk.skip_ws(text, end)
     except jsonwalk.WalkError as exc:

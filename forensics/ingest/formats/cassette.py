@@ -35,7 +35,7 @@ from forensics.ingest.api import exchange
 from forensics.ingest.api.exchange import Exchange, NotACall
 from forensics.ingest.formats import capture
 from forensics.ingest.parse import files, jsonhead, jsonwalk
-from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, without_query
+from forensics.ingest.parse.apicommon import as_dict, as_int, as_str, count_of, without_query
 from forensics.ingest.records import Collector, isolated, reject_trailing
 from forensics.ingest.registry import FormatSpec
 from forensics.limits import amount, exceeded
@@ -215,8 +215,8 @@ def _status(response: Mapping[str, Any]) -> int | None:
         return code
     if isinstance(status, int):
         return as_int(status)
-    if isinstance(status, str) and status[:3].isdigit():
-        return int(status[:3])
+    if isinstance(status, str):
+        return count_of(status[:3])
     return None
 
 
@@ -435,7 +435,10 @@ def _json_items(text: str, path: Path, collector: Collector) -> Iterator[Item]:
         nonlocal last_end
         end = jsonwalk.skip_ws(text, pos + 1)
         for start, item, end in jsonwalk.elements(text, pos):
-            found.append((line_of(start), item, None))
+            if isinstance(item, jsonwalk.Unreadable):
+                found.append((line_of(start), None, f"interaction not read: {item.reason}"))
+            else:
+                found.append((line_of(start), item, None))
             last_end = end
         return None, jsonwalk.skip_ws(text, end) + 1
 

@@ -40,7 +40,7 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.formats import _ending
 from forensics.ingest.parse import jsonhead
-from forensics.ingest.parse.apicommon import as_int, json_text
+from forensics.ingest.parse.apicommon import as_int, count_of, json_text
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 from forensics.wording import article
@@ -155,7 +155,7 @@ def _assistant_fields(
         fields["http_status"] = status
         if cap := _OUTPUT_CAP.search(text):
             fields["finish_reason_raw"] = "max_tokens"
-            fields["max_output_tokens"] = int(cap.group(1).replace(",", ""))
+            fields["max_output_tokens"] = count_of(cap.group(1).replace(",", ""))
     return {"role": "assistant", "content": text, "reasoning": thinking or None}, fields
 
 

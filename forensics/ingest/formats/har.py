@@ -78,6 +78,9 @@ def ingest(path: Path, collector: Collector) -> int:
 
     def handle(start: int, entry: Any) -> None:
         line = line_of(start)
+        if isinstance(entry, jsonwalk.Unreadable):
+            reader.reject(line, f"HAR entry not read: {entry.reason}")
+            return
         if not isinstance(entry, dict):
             reader.reject(line, "HAR entry is not an object", capture.excerpt(entry))
             return

@@ -36,7 +36,6 @@ trajectory is an episode without turns, from result.json alone.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,8 +45,15 @@ from typing import Any
 from forensics.ingest import jsonrecords
 from forensics.ingest.formats import _ending
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
-from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_float,
+    as_int,
+    error_text,
+    json_text,
+    text_of,
+)
+from forensics.ingest.records import Collector, Episode, Run, unreadable
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "harbor_atif"
@@ -82,7 +88,7 @@ def sniff_result(head: str) -> str | None:
 
 def _load(path: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads(files.read_text(path))
+        doc = jsonwalk.loads(files.read_text(path))
     except (OSError, ValueError, RecursionError, files.TooLarge):
         return None
     return doc if isinstance(doc, dict) else None
@@ -95,7 +101,7 @@ def _apply_result(ep: Episode, result: dict[str, Any]) -> None:
     rewards = as_dict(as_dict(result.get("verifier_result")).get("rewards"))
     reward = rewards.get("reward", next(iter(rewards.values()), None))
     if isinstance(reward, int | float) and not isinstance(reward, bool):
-        ep.reward = float(reward)
+        ep.reward = as_float(reward)
     exception = as_dict(result.get("exception_info"))
     if isinstance(exception.get("exception_type"), str):
         ep.termination_reason = exception["exception_type"]
@@ -174,6 +180,8 @@ def _add_steps(
     for i, (pos, step) in enumerate(walkers.items(doc, "steps") or []):
         where = f"$.steps[{i}]"
         line = line_of(pos)
+        if unreadable(collector, name, line, step, FORMAT, where):
+            continue
         if not isinstance(step, dict):
             collector.reject(
                 name, line, "step is not a JSON object", json_text(step) or "", FORMAT, where
@@ -296,7 +304,7 @@ def _add_call(ep: Episode, name: str, call: list[_Step], tools: Any) -> int:
     inputs = [v for s in call if (v := as_int(s.metrics.get("prompt_tokens"))) is not None]
     outputs = [v for s in call if (v := as_int(s.metrics.get("completion_tokens"))) is not None]
     costs = [
-        float(c)
+        as_float(c)
         for s in call
         if isinstance(c := s.metrics.get("cost_usd"), int | float) and not isinstance(c, bool)
     ]

@@ -33,6 +33,7 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers, zipmembers
 from forensics.ingest.parse.apicommon import (
     as_dict,
+    as_float,
     as_int,
     error_text,
     json_text,
@@ -45,6 +46,7 @@ from forensics.ingest.records import (
     Run,
     excerpt,
     isolated,
+    unreadable,
 )
 from forensics.ingest.registry import FormatSpec
 
@@ -275,7 +277,7 @@ def _score(scores: Any) -> float | None:
         if isinstance(value, bool):
             return float(value)
         if isinstance(value, int | float):
-            return float(value)
+            return as_float(value)
         if isinstance(value, str):
             grade = _GRADES.get(value.strip().upper())
             if grade is not None:
@@ -335,6 +337,8 @@ def _episode(
     for i, msg in enumerate(messages):
         where = f"{json_prefix}.messages[{i}]"
         line = line_of(offsets.get(id(msg), start))
+        if unreadable(collector, source_path, line, msg, fmt, where):
+            continue
         if not isinstance(msg, dict):
             collector.reject(
                 source_path, line, "message is not a JSON object", json_text(msg) or "", fmt, where
@@ -481,6 +485,8 @@ def ingest_json(path: Path, collector: Collector) -> int:
     count = 0
     for i, (pos, sample) in enumerate(samples):
         where = f"$.samples[{i}]"
+        if unreadable(collector, name, line_of(pos), sample, FORMAT_JSON, where, text, pos):
+            continue
         with isolated(collector, name, line_of(pos), FORMAT_JSON, where):
             count += _add_sample(
                 collector, text, name, run, cap, FORMAT_JSON, line_of, pos, sample, where
@@ -528,7 +534,7 @@ def _read_eval(path: Path, collector: Collector) -> int:
             if run is not None:
                 continue  # the header supersedes the journal's start; both name the run
             try:
-                log = as_dict(json.loads(text))
+                log = as_dict(jsonwalk.loads(text))
             except (ValueError, RecursionError) as exc:
                 reason = NESTED_TOO_DEEPLY if isinstance(exc, RecursionError) else str(exc)
                 collector.reject(where, 1, f"invalid JSON: {reason}", text, FORMAT, "$")

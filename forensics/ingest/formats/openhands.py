@@ -23,7 +23,6 @@ episode's error.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -33,8 +32,23 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.formats import _ending
 from forensics.ingest.parse import files, jsonhead, jsonwalk
-from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated, reject_trailing
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_int,
+    as_list,
+    error_text,
+    json_text,
+    text_of,
+)
+from forensics.ingest.records import (
+    Collector,
+    Episode,
+    Run,
+    excerpt,
+    isolated,
+    reject_trailing,
+    unreadable,
+)
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "openhands_events"
@@ -126,7 +140,7 @@ def _reasoning(event: Mapping[str, Any]) -> str | None:
 def _completion(log_data: Any) -> tuple[str | None, dict[str, Any]]:
     """(response id, turn columns) of an LLMCompletionLogEvent's JSON-encoded log."""
     try:
-        data = json.loads(log_data) if isinstance(log_data, str) else as_dict(log_data)
+        data = jsonwalk.loads(log_data) if isinstance(log_data, str) else as_dict(log_data)
     except (ValueError, RecursionError):
         return None, {}
     response = as_dict(as_dict(data).get("response"))
@@ -150,7 +164,7 @@ def _state_run(conversation: Path) -> tuple[Run, int | None, str | None]:
     path = conversation / "base_state.json"
     if path.is_file():
         try:
-            loaded = json.loads(files.read_text(path))
+            loaded = jsonwalk.loads(files.read_text(path))
             state = loaded if isinstance(loaded, dict) else {}
         except (OSError, ValueError, RecursionError, files.TooLarge):
             state = {}
@@ -250,7 +264,7 @@ def _events(
     for event_path in event_files:
         where = str(event_path)
         try:
-            event = json.loads(files.read_text(event_path))
+            event = jsonwalk.loads(files.read_text(event_path))
         except (ValueError, RecursionError) as exc:
             collector.reject(where, 1, f"invalid JSON: {exc}", "", FORMAT, "$")
             continue
@@ -463,7 +477,7 @@ class _Legacy:
                 if isinstance(response.get("choices"), list)
                 else {}
             )
-            for call in as_dict(choice.get("message")).get("tool_calls") or []:
+            for call in as_list(as_dict(choice.get("message")).get("tool_calls")):
                 if isinstance(call, dict) and call.get("id") == call_id:
                     arguments = json_text(as_dict(call.get("function")).get("arguments"))
             calls.append(
@@ -535,9 +549,13 @@ def ingest_legacy(path: Path, collector: Collector) -> int:
     try:
         end = start
         for i, (pos, event, stop) in enumerate(jsonwalk.elements(text, start)):
+            end = stop
+            if unreadable(
+                collector, name, line_of(pos), event, FORMAT_LEGACY, f"$[{i}]", text, pos
+            ):
+                continue
             with isolated(collector, name, line_of(pos), FORMAT_LEGACY, f"$[{i}]"):
                 legacy.add(i, line_of(pos), event)
-            end = stop
         end = jsonwalk.skip_ws(text, end) + 1
     except jsonwalk.WalkError as exc:
         collector.reject(
@@ -565,7 +583,7 @@ def _ingest_output_jsonl(path: Path, collector: Collector) -> int:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = jsonwalk.loads(line)
         except (ValueError, RecursionError) as exc:
             collector.reject(name, number, f"invalid JSON: {exc}", line, FORMAT_LEGACY)
             continue

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest import jsonrecords
-from forensics.ingest.parse import jsonhead
-from forensics.ingest.parse.apicommon import as_int, json_text, text_of
+from forensics.ingest.parse import jsonhead, jsonwalk
+from forensics.ingest.parse.apicommon import as_int, as_list, count_of, json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
@@ -142,8 +142,8 @@ def _hex_id(value: Any) -> str:
 def _nanos(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+    if isinstance(value, str):
+        return count_of(value, digits=19)  # nanoseconds since 1970: 19 digits until 2286
     return None
 
 
@@ -191,7 +191,7 @@ def _otlp_span(
 ) -> Span:
     span_id = _hex_id(span.get("spanId", span.get("span_id", "")))
     events = []
-    for event in span.get("events") or []:
+    for event in as_list(span.get("events")):
         if isinstance(event, dict):
             events.append((str(event.get("name", "")), _attributes(event.get("attributes"))))
     order[0] += 1
@@ -219,7 +219,7 @@ def _console_span(
 ) -> Span:
     context = span["context"]
     events = []
-    for event in span.get("events") or []:
+    for event in as_list(span.get("events")):
         if isinstance(event, dict):
             events.append((str(event.get("name", "")), _attributes(event.get("attributes"))))
     order[0] += 1
@@ -245,7 +245,7 @@ def _console_span(
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsonwalk.loads(value)
         except (json.JSONDecodeError, RecursionError):
             return None
     return value
@@ -295,8 +295,9 @@ def _indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     found: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
         m = _INDEXED.match(key)
-        if m and m.group(1) == prefix:
-            found.setdefault(int(m.group(2)), {})[m.group(3)] = value
+        # An index of thousands of digits is no message's: count_of leaves it out.
+        if m and m.group(1) == prefix and (index := count_of(m.group(2))) is not None:
+            found.setdefault(index, {})[m.group(3)] = value
     return [found[i] for i in sorted(found)]
 
 
@@ -316,7 +317,8 @@ def _flat_message(fields: dict[str, Any]) -> dict[str, Any]:
         m = re.match(r"tool_calls\.(\d+)\.(?:tool_call\.)?(.+)$", key)
         if m:
             slot = m.group(2).removeprefix("function.")
-            calls.setdefault(int(m.group(1)), {})[slot] = value
+            if (index := count_of(m.group(1))) is not None:
+                calls.setdefault(index, {})[slot] = value
     out: dict[str, Any] = {
         "role": f.get("role"),
         "content": content if content is None else str(content),

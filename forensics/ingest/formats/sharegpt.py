@@ -35,7 +35,7 @@ from typing import Any
 from forensics import linear
 from forensics.ingest import jsonrecords
 from forensics.ingest.formats import _ending
-from forensics.ingest.parse import jsonhead
+from forensics.ingest.parse import jsonhead, jsonwalk
 from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
@@ -128,7 +128,7 @@ def _tools(record: dict[str, Any]) -> tuple[bool | None, int | None]:
     tools = record.get("tools")
     if isinstance(tools, str) and tools.strip():
         try:
-            tools = json.loads(tools)
+            tools = jsonwalk.loads(tools)
         except (json.JSONDecodeError, RecursionError):
             return True, None  # offered, in a spelling we can not count
     if isinstance(tools, list):
@@ -147,7 +147,7 @@ def _tools(record: dict[str, Any]) -> tuple[bool | None, int | None]:
 def _literal(text: str) -> Any:
     """A JSON value, or the Python literal the Hermes datasets print instead; None if neither."""
     try:
-        return json.loads(text)
+        return jsonwalk.loads(text)
     except (json.JSONDecodeError, RecursionError):
         pass
     try:

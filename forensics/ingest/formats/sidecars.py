@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from forensics import schema
-from forensics.ingest.parse import files
+from forensics.ingest.parse import files, jsonwalk
 from forensics.ingest.records import Collector
 from forensics.ingest.registry import FormatSpec
 
@@ -67,7 +67,7 @@ def _parse(head: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        obj = json.loads(text)
+        obj = jsonwalk.loads(text)
     except json.JSONDecodeError:  # larger than the head, or not JSON: not a sidecar
         return None
     return obj if isinstance(obj, dict) else None

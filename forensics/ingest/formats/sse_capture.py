@@ -19,7 +19,7 @@ from typing import Any
 from forensics.ingest.api import exchange, sse
 from forensics.ingest.api.exchange import Exchange, NotACall
 from forensics.ingest.formats import capture
-from forensics.ingest.parse import files, jsonhead
+from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.records import Collector, excerpt, isolated
 from forensics.ingest.registry import FormatSpec
 
@@ -45,7 +45,7 @@ def sniff(head: str) -> str | None:
 
 def _payload(event: sse.Event) -> dict[str, Any]:
     try:
-        value = json.loads(event.data)
+        value = jsonwalk.loads(event.data)
     except (json.JSONDecodeError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}

@@ -47,8 +47,15 @@ from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.formats import _ending
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
-from forensics.ingest.parse.apicommon import as_dict, as_int, error_text, json_text, text_of
-from forensics.ingest.records import Collector, Episode, Run, excerpt
+from forensics.ingest.parse.apicommon import (
+    as_dict,
+    as_float,
+    as_int,
+    error_text,
+    json_text,
+    text_of,
+)
+from forensics.ingest.records import Collector, Episode, Run, excerpt, unreadable
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "swe_agent_traj"
@@ -151,7 +158,7 @@ def _agent_config(replay: Any) -> dict[str, Any]:
     """The agent section of replay_config (a JSON string in SWE-agent 1.x files)."""
     if isinstance(replay, str):
         try:
-            replay = json.loads(replay)
+            replay = jsonwalk.loads(replay)
         except (ValueError, RecursionError):
             return {}
     return dict(as_dict(as_dict(replay).get("agent")))
@@ -213,6 +220,8 @@ def ingest(path: Path, collector: Collector) -> int:
     acted = False
     for i, (pos, item) in enumerate(_walked(doc, "history")):
         where = f"$.history[{i}]"
+        if unreadable(collector, name, line_of(pos), item, FORMAT, where):
+            continue
         if not isinstance(item, dict):
             collector.reject(
                 name,
@@ -260,7 +269,7 @@ def _response_fields(extra: Mapping[str, Any], cap: int | None) -> dict[str, Any
     fields: dict[str, Any] = {**openai_chat.call_columns(response), "max_output_tokens": cap}
     cost = extra.get("cost")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
-        fields["cost_usd"] = float(cost)
+        fields["cost_usd"] = as_float(cost)
     choice = openai_chat.first_choice(response.get("choices"))
     reasoning = as_dict(choice.get("message")).get("reasoning_content")
     if isinstance(reasoning, str):
@@ -299,6 +308,8 @@ def ingest_mini(path: Path, collector: Collector) -> int:
     exited = False
     for i, (pos, msg) in enumerate(_walked(doc, "messages")):
         where = f"$.messages[{i}]"
+        if unreadable(collector, name, line_of(pos), msg, FORMAT_MINI, where):
+            continue
         if not isinstance(msg, dict):
             collector.reject(
                 name,

@@ -24,7 +24,16 @@ from typing import Any
 
 from forensics.ingest import jsonrecords
 from forensics.ingest.parse import files, jsonwalk
-from forensics.ingest.records import Collector, Episode, Run, excerpt, isolated, reject_trailing
+from forensics.ingest.parse.apicommon import as_float, count_of
+from forensics.ingest.records import (
+    Collector,
+    Episode,
+    Run,
+    excerpt,
+    isolated,
+    reject_trailing,
+    unreadable,
+)
 from forensics.ingest.registry import FormatSpec
 
 FORMAT = "tau2_results"
@@ -111,8 +120,8 @@ def run_from_info(run_id: str, info: Any) -> Run:
 def _cap(labels: dict[str, str], side: str) -> int | None:
     for key in ("max_completion_tokens", "max_tokens"):
         value = labels.get(f"{side}.llm_args.{key}")
-        if value is not None and value.isdigit():
-            return int(value)
+        if value is not None and (count := count_of(value)) is not None:
+            return count
     return None
 
 
@@ -158,7 +167,7 @@ def _turn_fields(msg: dict[str, Any], run: Run, agent_tools: bool | None) -> dic
         reasoning_tokens=_int(details.get("reasoning_tokens"))
         if isinstance(details, dict)
         else None,
-        cost_usd=float(msg["cost"]) if isinstance(msg.get("cost"), int | float) else None,
+        cost_usd=as_float(msg["cost"]) if isinstance(msg.get("cost"), int | float) else None,
     )
     errors = msg.get("errors")
     if isinstance(errors, list) and errors:
@@ -303,7 +312,7 @@ def add_simulation(
         source_format=source_format,
         task_id=str(sim["task_id"]) if sim.get("task_id") is not None else None,
         trial=trial if isinstance(trial, int) and not isinstance(trial, bool) else None,
-        reward=float(reward) if isinstance(reward, int | float) else None,
+        reward=as_float(reward) if isinstance(reward, int | float) else None,
         termination_reason=termination,
         error=error,
         note=note,
@@ -340,7 +349,9 @@ def ingest(path: Path, collector: Collector) -> int:
     state: dict[str, Any] = {"next": 0, "in_simulations": False, "info": None}
 
     def info(t: str, pos: int) -> tuple[Any, int]:
-        state["info"], end = jsonwalk.value(t, pos)
+        state["info"], end = jsonwalk.walked(t, pos)
+        if unreadable(collector, str(path), line_of(pos), state["info"], FORMAT, "$.info"):
+            state["info"] = None  # the run's settings are lost, its simulations are not
         return state["info"], end
 
     def simulations(t: str, pos: int) -> tuple[Any, int]:
@@ -385,7 +396,10 @@ def ingest(path: Path, collector: Collector) -> int:
         run.labels["started"] = top["timestamp"]
     _RUNS.setdefault(collector, {})[path.resolve()] = run
     expected = _TASKS.setdefault(collector, {})[path.resolve()] = task_actions(top.get("tasks"))
-    for offset, sim in sims:
+    for index, (offset, sim) in enumerate(sims):
+        json_path = f"$.simulations[{index}]"
+        if unreadable(collector, str(path), line_of(offset), sim, FORMAT, json_path, text, offset):
+            continue
         if not isinstance(sim, dict):
             collector.reject(str(path), line_of(offset), "simulation is not an object", "", FORMAT)
             continue
@@ -457,7 +471,7 @@ def _run_for_simulation(path: Path, collector: Collector) -> Run:
     info = tasks = None
     if results.is_file():
         try:
-            top = json.loads(files.read_text(results))
+            top = jsonwalk.loads(files.read_text(results))
             info, tasks = top.get("info"), top.get("tasks")
         except (json.JSONDecodeError, AttributeError, OSError):
             info = None  # results.json reports its own problem when it is scanned

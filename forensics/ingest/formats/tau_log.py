@@ -22,6 +22,7 @@ from typing import Any
 
 from forensics.ingest.formats import tau_results
 from forensics.ingest.parse import embedded, files, pyrepr, sdk_repr
+from forensics.ingest.parse.apicommon import as_float
 from forensics.ingest.records import (
     Collector,
     Episode,
@@ -378,10 +379,32 @@ class _LogReader:
         # Other objects (config dumps, HTTP payloads) are not trajectory data.
 
     def finish(self) -> None:
+        # tau-bench prints a result line for every task it runs: a task still open when the
+        # log ends was cut off (a log cut short, or a run still going). An episode the log
+        # never announced (no `Running task`) has no such line to miss.
+        open_ = self.episode
+        # One without messages is left waiting by close_episode, and noted there.
+        if (
+            open_ is not None
+            and open_.task_id is not None
+            and open_.reward is None
+            and open_.messages
+        ):
+            self.unfinished(open_)
         self.close_episode()
         for ep in self.waiting.values():
+            self.unfinished(ep)
             self.collector.add_episode(ep)  # started, never reported a result
         self.waiting.clear()
+
+    def unfinished(self, ep: Episode) -> None:
+        said = (
+            f"the log ends before the result line of task {ep.task_id} (started on line "
+            f"{ep.source_line}): cut short, or the run was still going; "
+            f"{len(ep.messages)} message(s) read"
+        )
+        ep.note = f"{ep.note}; {said}" if ep.note else said
+        self.collector.note(str(self.path), said)
 
 
 def _str(value: Any) -> str | None:
@@ -389,7 +412,7 @@ def _str(value: Any) -> str | None:
 
 
 def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+    return as_float(value) if isinstance(value, int | float) else None
 
 
 def ingest(path: Path, collector: Collector) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest.parse.apicommon import as_float
 from forensics.ingest.records import (
     Collector,
     Episode,
@@ -22,6 +23,7 @@ from forensics.ingest.records import (
     tau_error,
     tau_reward,
     tau_termination,
+    unreadable,
 )
 from forensics.ingest.registry import FormatSpec
 
@@ -98,7 +100,7 @@ def _records(
     def element(pos: int) -> tuple[Any, int]:
         while True:
             try:
-                item, end = walker(stream.text, pos)
+                item, end = jsonwalk.walked(stream.text, pos, walker)
                 if end < len(stream.text) or stream.eof:
                     return item, end
             except jsonwalk.WalkError:
@@ -151,7 +153,18 @@ def _ingest(path: Path, collector: Collector, stream: files.TextStream) -> int:
     try:
         for index, (offset, record, _end) in enumerate(_records(stream, line_of, record_walker)):
             start = stream.base + offset
-            if not isinstance(record, dict) or "traj" not in record:
+            if unreadable(
+                collector,
+                str(path),
+                line_of(offset),
+                record,
+                FORMAT,
+                f"$[{index}]",
+                stream.text,
+                offset,
+            ):
+                pass
+            elif not isinstance(record, dict) or "traj" not in record:
                 while len(stream.text) < offset + 200 and stream.more():
                     pass
                 collector.reject(
@@ -217,7 +230,7 @@ def add_record(
             source_format=FORMAT,
             task_id=str(record.get("task_id")),
             trial=trial if isinstance(trial, int) else None,
-            reward=tau_reward(info, float(reward) if isinstance(reward, int | float) else None),
+            reward=tau_reward(info, as_float(reward) if isinstance(reward, int | float) else None),
             termination_reason=tau_termination(info, traj),
             error=tau_error(info),
             messages=messages,

@@ -7,6 +7,7 @@ accessor here checks types instead of assuming the documented shape.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, overload
 from urllib.parse import urlsplit
@@ -23,6 +24,33 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
+
+
+def as_float(value: int | float) -> float:
+    """A number as a float; an integer beyond a float's range (JSON holds any) is infinite,
+    as JSON's own 1e999 reads, where float() raises OverflowError: the row builder then
+    rejects the value as not finite, with the record it belongs to."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def count_of(text: str, digits: int = 18) -> int | None:
+    """A count written as text (a cap, a status code, a timestamp in nanoseconds): ASCII
+    digits only, at most `digits` of them; None for anything else. `str.isdigit` is also true
+    of "²" and "١٢", which int() refuses or misreads, and a count of thousands of digits is no
+    count (int() refuses past 4,300)."""
+    if text.isascii() and text.isdigit() and len(text) <= digits:
+        return int(text)
+    return None
+
+
+def as_list(value: Any) -> list[Any]:
+    """A list to iterate; anything else (a number, a string, an object where the documented
+    shape has a list) as none: `value or []` iterates a string's characters and fails on a
+    number, a reader's bug where the input was only wrong."""
+    return value if isinstance(value, list) else []
 
 
 def as_dict(value: Any) -> Mapping[str, Any]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.ingest.parse import pyrepr, sdk_repr
+from forensics.ingest.parse import jsonwalk, pyrepr, sdk_repr
 from forensics.redact import clip
 from forensics.wording import json_error
 
@@ -33,6 +33,8 @@ _STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+('?)|"[^"\\]*+(?:\\.[^"\\]*+)*+
 # An object starts with `{` followed by a key quote, an empty body or the end of the line
 # (pretty-printed). This keeps `{name}` placeholders in prose from being taken for data.
 _START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
+# How a printed message record starts (json.dumps or repr of a chat message dict).
+_MESSAGE_START = re.compile(r"""\{\s*["'](?:role|content)["']\s*:""")
 _DECODER = json.JSONDecoder()
 
 
@@ -126,7 +128,7 @@ class _Starts:
 def parse_object(text: str) -> tuple[Any, str | None]:
     """Parse JSON, else a Python literal; (value, None) or (None, reason)."""
     try:
-        return json.loads(text), None
+        return jsonwalk.loads(text), None
     except json.JSONDecodeError as exc:
         not_json = f"invalid JSON ({json_error(exc.msg, exc.colno)})"
     except RecursionError:
@@ -183,7 +185,7 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
             # Fast path: a complete JSON value from here on this line.
             try:
                 value, read_to = _DECODER.raw_decode(rest) if rest else (None, -1)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # ValueError: also an over-long integer
                 value, read_to = None, -1
             if read_to != -1:
                 end = start + read_to
@@ -207,6 +209,13 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                 pos = end
                 continue
             if end == -2:
+                if _MESSAGE_START.match(text, start):
+                    # A message line cut short (a string in it does not close on its line):
+                    # a record lost, said so, not a stray brace in prose.
+                    reason = "message cut short: a string in it does not close on its line"
+                    shown = clip(text[start:], 2000)
+                    line.objects.append(Found(number, start, shown, None, reason, text))
+                    break
                 pos = start + 1
                 continue
             # The object continues on the following lines.

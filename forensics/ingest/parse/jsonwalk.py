@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 _DECODER = json.JSONDecoder()
+# Reads a value only to find its end: integers are not converted (int() of a long digit string
+# is what Python limits), every other token is checked as usual.
+_SKIPPER = json.JSONDecoder(parse_int=len)
+_DIGITS = re.compile(r"\d+")
 TRAILING = "data after the end of the JSON document"
 _WS = " \t\n\r"
 
@@ -23,6 +29,46 @@ class WalkError(Exception):
         super().__init__(msg)
         self.pos = pos
         self.msg = msg
+
+
+class TooLong(WalkError):
+    """A value that is JSON but holds an integer longer than Python converts
+    (sys.int_max_str_digits): that value is unreadable, the walk can go on after it."""
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An array element walked over because a value inside it can not be read (TooLong):
+    what `elements` yields in its place, for the reader to reject that record alone."""
+
+    reason: str
+    pos: int  # where the unreadable value starts
+
+
+def _too_long(text: str, pos: int) -> tuple[int, str]:
+    """(offset, reason) of the first integer past Python's digit limit at or after pos."""
+    limit = sys.get_int_max_str_digits()
+    # Each run of digits is looked at once (a counted repeat would rescan shorter runs).
+    for m in _DIGITS.finditer(text, pos):
+        if m.end() - m.start() > limit:
+            return m.start(), (
+                f"an integer of {m.end() - m.start():,} digits, more than Python reads ({limit:,})"
+            )
+    return pos, f"a number Python can not read (more than {limit:,} digits)"
+
+
+def loads(text: str | bytes) -> Any:
+    """json.loads whose every failure on a text is a JSONDecodeError: an integer longer than
+    Python converts is one more way for a record not to parse, with its position."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # the integer digit limit, or bytes that are not text
+        if isinstance(text, bytes):
+            raise json.JSONDecodeError(f"not text ({exc})", "", 0) from None
+        at, reason = _too_long(text, 0)
+        raise json.JSONDecodeError(reason, text, at) from None
 
 
 def skip_ws(text: str, pos: int) -> int:
@@ -39,6 +85,32 @@ def value(text: str, pos: int) -> tuple[Any, int]:
         raise WalkError(exc.pos, exc.msg) from None
     except RecursionError:
         raise WalkError(pos, "nested too deeply") from None
+    except ValueError:  # an integer past the digit limit: TooLong when the rest is JSON
+        skip(text, pos)
+        raise TooLong(*_too_long(text, pos)) from None
+
+
+Walker = Callable[[str, int], tuple[Any, int]]
+
+
+def walked(text: str, pos: int, walker: Walker = value) -> tuple[Any, int]:
+    """walker's (value, end), or an Unreadable and the value's end when the value is JSON but
+    holds an integer too long to read, wherever it sits inside: a value lost, not the walk."""
+    try:
+        return walker(text, pos)
+    except TooLong as exc:
+        return Unreadable(exc.msg, exc.pos), skip(text, pos)
+
+
+def skip(text: str, pos: int) -> int:
+    """Where the JSON value at pos ends, its integers not converted (so none is too long);
+    raises WalkError where it is not JSON."""
+    try:
+        return _SKIPPER.raw_decode(text, pos)[1]
+    except json.JSONDecodeError as exc:
+        raise WalkError(exc.pos, exc.msg) from None
+    except RecursionError:
+        raise WalkError(pos, "nested too deeply") from None
 
 
 def _expect(text: str, pos: int, char: str) -> int:
@@ -48,9 +120,6 @@ def _expect(text: str, pos: int, char: str) -> int:
     if text[pos] != char:
         raise WalkError(pos, f"expected {char!r}")
     return pos + 1
-
-
-Walker = Callable[[str, int], tuple[Any, int]]
 
 
 def obj(
@@ -88,7 +157,7 @@ def elements(text: str, pos: int, walker: Walker = value) -> Iterator[tuple[int,
     while True:
         pos = skip_ws(text, pos)
         start = pos
-        item, pos = walker(text, pos)
+        item, pos = walked(text, pos, walker)
         yield start, item, pos
         pos = skip_ws(text, pos)
         if pos >= len(text):
@@ -125,61 +194,128 @@ def positioned_array(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
     out: list[tuple[int, Any]] = []
     end = skip_ws(text, _expect(text, pos, "["))  # an empty array closes right here
     for start, item, stop in elements(text, pos):
+        if isinstance(item, Unreadable):  # inside a record: the record is what is unreadable
+            raise TooLong(item.pos, item.reason)
         out.append((start, item))
         end = stop
     # `elements` returned only after seeing the closing bracket after `end`.
     return out, skip_ws(text, end) + 1
 
 
-def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = (dict,)) -> bool:
-    """One JSON value per line: the first line is more than a lone bracket, and one of the
-    first lines is a whole value of these kinds starting at column 0.
+# What a line of a file is, for telling JSON lines from documents and text.
+_BROKEN, _WHOLE, _UNREADABLE = 0, 1, 2
 
-    A pretty-printed document opens with a lone `{` or `[`, and its complete inner values are
-    indented. Probing several lines keeps a JSONL file whose first lines are broken (cut by a
-    crashed writer) a JSONL file, so the bad lines do not hide the rest.
+
+def _line_kind(line: str, kinds: tuple[type, ...]) -> int:
+    """_WHOLE: the line is one JSON value of these kinds starting at column 0; _UNREADABLE: it
+    is one all the same, with an integer in it too long for Python to convert; else _BROKEN."""
+    if line[:1] not in ("{", "["):
+        return _BROKEN
+    try:
+        return _WHOLE if isinstance(json.loads(line), kinds) else _BROKEN
+    except (json.JSONDecodeError, RecursionError):
+        return _BROKEN
+    except ValueError:  # the integer digit limit
+        try:
+            whole = skip(line, 0) == len(line.rstrip())
+        except WalkError:
+            return _BROKEN
+        return _UNREADABLE if whole and (dict if line[0] == "{" else list) in kinds else _BROKEN
+
+
+def _whole(line: str, kinds: tuple[type, ...]) -> bool:
+    return _line_kind(line, kinds) != _BROKEN
+
+
+def _opens_document(first: str, second: str) -> bool:
+    """A first line that opens a value (a lone bracket, or a value left open) and a next line
+    indented into it or closing it: the start of a pretty-printed document, not a JSONL record
+    cut short."""
+    return first[:1] in ("{", "[") and (second[:1] in (" ", "\t") or second.strip() in ("}", "]"))
+
+
+def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = (dict,)) -> bool:
+    """One JSON value per line: some line is a whole value of these kinds starting at column 0,
+    and the file does not open as a pretty-printed document.
+
+    A pretty-printed document opens with a line that leaves a value open (a lone `{` or `[`
+    too) and indented lines after it; its complete inner values are indented. Any number of
+    broken lines may come before the first whole one (records cut by a crashed writer, a
+    traceback printed into the file): they are the reader's rejects, and they do not hide the
+    records after them.
     """
-    seen = 0
+    first: str | None = None
     for _number, text in lines:
         if text is None:
             return True  # a line too long to read: JSONL, and that line is rejected
-        stripped = text.strip()
-        if not stripped:
+        if not text or text.isspace():
             continue
-        seen += 1
-        if seen == 1 and stripped in ("{", "["):
+        if first is None:
+            first = text.lstrip("\ufeff")
+            if _whole(first, kinds):
+                return True
+            continue
+        if _whole(text, kinds):
+            return True
+        if _opens_document(first, text):
             return False
-        if text[:1] in "{[":
-            try:
-                if isinstance(json.loads(text), kinds):
-                    return True
-            except (json.JSONDecodeError, RecursionError):
-                pass
-        if seen >= PROBE_LINES:
-            return False
+        first = ""  # only the line right after the first can show a document's indentation
     return False
 
 
-PROBE_LINES = 20
-
-
 def skip_broken_lead(head: str) -> str:
-    """The head from its first whole JSON-object line when broken lines come before it in a
-    file that is otherwise one JSON object per line, so sniffers see a record, not debris."""
-    lines = head.split("\n")[:PROBE_LINES]
-    if not lines or lines[0].lstrip("\ufeff \t\r")[:1] in "{[":
+    """The head from its first whole JSON-object line when broken lines (any number of them)
+    come before it in a file that is otherwise one JSON object per line, so sniffers see a
+    record, not debris."""
+    lines = head.split("\n")
+    complete = lines[:-1]  # the last line may be cut by the head's end
+    kinds = [_line_kind(line, (dict,)) for line in complete]
+    whole = [i for i, kind in enumerate(kinds) if kind != _BROKEN]
+    if not whole or whole[0] == 0:
         return head
-    whole = []
-    for i, line in enumerate(lines[:-1]):  # the last line may be cut by the head's end
-        if line.startswith("{"):
-            try:
-                if isinstance(json.loads(line), dict):
-                    whole.append(i)
-            except (json.JSONDecodeError, RecursionError):
-                pass
-    if len(whole) < 2 or whole[0] >= len(whole):
-        return head  # not mostly JSON lines: a text log that quotes an object now and then
-    return "\n".join(head.split("\n")[whole[0] :])
+    first = whole[0]
+    lead = [line for line in complete[:first] if line.strip()]
+    if not lead:
+        return head
+    if len(lead) > 1 and _opens_document(lead[0].lstrip("\ufeff"), lead[1]):
+        return head  # a document's body, whatever whole lines it holds further down
+    # JSON lines, not a text log that quotes an object now and then (a tau-bench console log
+    # prints every message as one, with its log lines between them): either whole lines
+    # outnumber the broken lead among the first lines, or, however long the lead, nearly every
+    # line from the first whole one on is whole.
+    probe = [i for i in whole if i < PROBE_LINES]
+    rest = sum(1 for line in complete[first:] if line.strip())
+    if len(whole) < 2 or (first >= len(probe) and (rest - len(whole)) * MOSTLY > rest):
+        return head
+    # The sniffers read the first record they are shown: one they can read, when there is one.
+    start = next((i for i in whole if kinds[i] == _WHOLE), first)
+    return "\n".join(lines[start:])
+
+
+def past_broken_lead(head: str, lines: Iterator[tuple[int, str | None]], size: int) -> str | None:
+    """When every line of a head is a JSON line cut short (a lead of broken records longer
+    than the head), the text from the first whole JSON-object line further on (about size
+    characters of it), for the sniffers; None when the head is anything else or no whole line
+    follows."""
+    complete = [line for line in head.split("\n")[:-1] if line.strip()]
+    if len(complete) < 2 or _opens_document(complete[0].lstrip("\ufeff"), complete[1]):
+        return None
+    if any(line[:1] not in ("{", "[") or _whole(line, (dict,)) for line in complete):
+        return None
+    found: list[str] = []
+    held = 0
+    for _number, text in lines:
+        if found or (text is not None and _line_kind(text, (dict,)) == _WHOLE):
+            found.append(text or "")
+            held += len(found[-1]) + 1
+            if held >= size:
+                break
+    return "\n".join(found) if found else None
+
+
+PROBE_LINES = 20
+# After a lead longer than the probe, at most one line in MOSTLY may be other than whole JSON.
+MOSTLY = 4
 
 
 class LineCounter:

@@ -22,7 +22,7 @@ import tokenize
 from typing import Any
 
 from forensics import linear
-from forensics.ingest.parse.apicommon import as_int, text_of
+from forensics.ingest.parse.apicommon import as_int, as_list, text_of
 
 MAX_CHARS = 4 * 1024 * 1024
 # A pretty-printer (rich, pprint) breaks an object over lines: it is followed this far.
@@ -219,7 +219,7 @@ def _openai_calls(calls: Any) -> list[dict[str, Any]]:
 
 def _langchain_calls(value: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for call in value.get("tool_calls") or []:
+    for call in as_list(value.get("tool_calls")):
         if isinstance(call, dict):
             args = call.get("args")
             arguments = (
@@ -234,7 +234,7 @@ def _langchain_calls(value: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
     # Calls LangChain could not parse keep their raw argument text: they are the malformed ones.
-    for call in value.get("invalid_tool_calls") or []:
+    for call in as_list(value.get("invalid_tool_calls")):
         if isinstance(call, dict):
             out.append(
                 {

@@ -10,8 +10,9 @@ from forensics.ingest.parse import jsonwalk
 
 
 def positioned(walker: jsonwalk.Walker = jsonwalk.value) -> jsonwalk.Walker:
-    """A walker returning [(start offset, element)] for an array, each element read by walker;
-    a value that is not an array comes back as it is."""
+    """A walker returning [(start offset, element)] for an array, each element read by walker
+    (a jsonwalk.Unreadable for one holding an integer too long to read); a value that is not
+    an array comes back as it is."""
 
     def walk(text: str, pos: int) -> tuple[Any, int]:
         if text[pos : pos + 1] != "[":
@@ -19,7 +20,7 @@ def positioned(walker: jsonwalk.Walker = jsonwalk.value) -> jsonwalk.Walker:
         out: list[tuple[int, Any]] = []
         last = None
         for start, item, stop in jsonwalk.elements(text, pos, walker):
-            out.append((start, item))
+            out.append((start, item))  # a jsonwalk.Unreadable too: its reader rejects it
             last = stop
         if last is None:  # an empty array: "[", blanks, "]"
             last = pos + 1

@@ -19,6 +19,7 @@ import sys
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -55,6 +56,83 @@ class Member:
     name: str
     data: bytes | None  # None: not read, `problem` says why
     problem: str | None = None
+
+
+_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")  # a central directory entry (zipfile's layout)
+_UTF8_NAME = 0x800  # general purpose flag bit 11: the name is UTF-8
+
+
+class _NamesUnclaimed:
+    """A read-only view of an archive in which the central-directory entries that claim a
+    UTF-8 name and do not hold one lose the claim: zipfile then reads those names as cp437
+    instead of refusing the whole archive. `bad` maps each such entry's position in the
+    directory to its name as shown (U+FFFD for the bytes that are not UTF-8)."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        # zipfile's own reading of the end records (private, so any change there makes this
+        # raise, and the archive is as unreadable as before).
+        end = zipfile._EndRecData(f)  # type: ignore[attr-defined]
+        if not end:
+            raise zipfile.BadZipFile("File is not a zip file")
+        size = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+        start = end[zipfile._ECD_LOCATION] - size  # type: ignore[attr-defined]
+        if end[zipfile._ECD_SIGNATURE] == zipfile.stringEndArchive64:  # type: ignore[attr-defined]
+            start -= zipfile.sizeEndCentDir64 + zipfile.sizeEndCentDir64Locator  # type: ignore[attr-defined]
+        f.seek(start)
+        directory = bytearray(f.read(size))
+        self.bad: dict[int, str] = {}
+        pos = index = 0
+        while pos + _CENTRAL.size <= len(directory):
+            fields = _CENTRAL.unpack_from(directory, pos)
+            if fields[0] != b"PK\x01\x02":
+                break
+            flags, lengths = fields[5], fields[12:15]
+            name = bytes(directory[pos + _CENTRAL.size : pos + _CENTRAL.size + lengths[0]])
+            if flags & _UTF8_NAME:
+                try:
+                    name.decode("utf-8")
+                except UnicodeDecodeError:
+                    struct.pack_into("<H", directory, pos + 8, flags & ~_UTF8_NAME)
+                    self.bad[index] = name.decode("utf-8", errors="replace")
+            pos += _CENTRAL.size + sum(lengths)
+            index += 1
+        self._start, self._directory = start, bytes(directory)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        at = self._f.tell()
+        data = self._f.read(n)
+        lo = max(at, self._start)
+        hi = min(at + len(data), self._start + len(self._directory))
+        if lo < hi:  # the directory, as patched
+            patch = self._directory[lo - self._start : hi - self._start]
+            data = data[: lo - at] + patch + data[hi - at :]
+        return data
+
+
+@contextmanager
+def _opened(f: BinaryIO) -> Iterator[tuple[zipfile.ZipFile, dict[int, str]]]:
+    """The archive, and the members (by position in its directory) whose names are not the
+    UTF-8 they claim to be, each with its name as shown: those are lost, not the archive."""
+    try:
+        archive, bad = zipfile.ZipFile(f), {}
+    except UnicodeDecodeError as exc:
+        try:
+            view = _NamesUnclaimed(f)
+            archive, bad = zipfile.ZipFile(view), view.bad
+        except Exception:
+            raise exc from None
+    with archive:
+        yield archive, bad
 
 
 def _zstd_reader(raw: BinaryIO) -> BinaryIO:
@@ -113,13 +191,17 @@ def members(
     once the members inflated so far pass the decompression cap (a bomb of many members)."""
     cap = files.limits().max_document_bytes
     files.note_cut(path)
-    with open(path, "rb") as f, zipfile.ZipFile(f) as archive:
+    with open(path, "rb") as f, _opened(f) as (archive, bad):
         infos = archive.infolist()
+        shown = {id(info): bad[i] for i, info in enumerate(infos) if i in bad}
         rank = {name: i for i, name in enumerate(first)}
         infos.sort(key=lambda info: rank.get(info.filename, len(first)))
         for info in infos:
-            name = info.filename
+            name = shown.get(id(info), info.filename)
             if info.is_dir() or not wanted(name):
+                continue
+            if id(info) in shown:
+                yield Member(name, None, "member name is not the UTF-8 its entry says: not read")
                 continue
             if info.file_size > cap:
                 yield Member(

@@ -8,7 +8,9 @@ Actions, which runs any line that starts with `::` (after leading whitespace) or
 `##[` anywhere as a workflow command. `visible` escapes the characters, `guard_line` defuses the
 lines: text.py passes every log-derived value through the one and every line it prints through
 the other; github.py (whose lines are commands on purpose, their values %-encoded) and
-markdown.py use `visible` too.
+markdown.py use `visible` too, and so does every other command's output: `forensics query`'s
+table and CSV (`visible` per value, `guard_line` per line) and its JSON (`json_visible`, the
+same characters as JSON escapes).
 """
 
 from __future__ import annotations
@@ -71,6 +73,23 @@ def guard_line(line: str) -> str:
     if line.startswith("::", start):
         line = f"{line[:start]}\\{line[start:]}"
     return line
+
+
+def json_visible(document: str) -> str:
+    """A JSON text (json.dumps output) with every character `visible` escapes written as a
+    JSON escape (`\\u009b`, `\\u202e`) and `##[` as `##\\u005b`: the same values, read
+    back by any parser, and nothing in it a terminal obeys or the Actions runner takes for a
+    command (a JSON line never starts with `::`). Raw newlines are the document's own indent."""
+    text = _UNSAFE.sub(
+        lambda m: m.group() if m.group() == "\n" else f"\\u{ord(m.group()):04x}", document
+    )
+    return text.replace(_LEGACY, "##\\u005b")
+
+
+def block(text: str) -> str:
+    """A block of plain text made of log values (a query's table): every character `visible`
+    escapes escaped, its own newlines kept, and every line guarded."""
+    return guard_lines(visible(text, keep="\n"))
 
 
 def one_line(text: object) -> str:

@@ -1,4 +1,11 @@
-"""Query results as text: an aligned table for people, CSV and JSON for scripts."""
+"""Query results as text: an aligned table for people, CSV and JSON for scripts.
+
+The values come from the logs, so all three go through safe.py as the scan's terminal output
+does: no control, bidi or line-separator character reaches the screen raw, and no line of
+stdout is a GitHub Actions workflow command. The table and the CSV show such characters as
+escapes (`\x1b`, `\n`: a CSV record stays one line); the JSON spells them as JSON escapes,
+so its values are exactly the database's.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from forensics.report.render import jsonout
+from forensics.report.render.safe import guard_line, guard_lines, json_visible, visible
 
 MAX_CELL = 60
 
@@ -26,9 +34,10 @@ def text(columns: list[str], rows: Sequence[Sequence[Any]], max_cell: int = MAX_
     line breaks shown as ⏎ so one row stays one line."""
 
     def fit(value: Any) -> str:
-        s = _cell(value).replace("\r\n", "⏎").replace("\n", "⏎")
+        s = visible(_cell(value).replace("\r\n", "⏎").replace("\n", "⏎"))
         return s if len(s) <= max_cell else s[: max_cell - 1] + "…"
 
+    columns = [visible(c) for c in columns]
     cells = [[fit(v) for v in row] for row in rows]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     numeric = [
@@ -46,20 +55,27 @@ def text(columns: list[str], rows: Sequence[Sequence[Any]], max_cell: int = MAX_
     lines = [line(columns), "  ".join("-" * w for w in widths)]
     lines += [line(r) for r in cells]
     lines.append(f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
-    return "\n".join(lines) + "\n"
+    return guard_lines("\n".join(lines)) + "\n"
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json_visible(json.dumps(value))
+    return visible(value) if isinstance(value, str) else value
 
 
 def csv_text(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([visible(c) for c in columns])
     for row in rows:
-        writer.writerow(
-            ["" if v is None else json.dumps(v) if isinstance(v, list | dict) else v for v in row]
-        )
-    return buf.getvalue()
+        writer.writerow([_csv_cell(v) for v in row])
+    # Every value is escaped: the only newlines left are the record ends.
+    return "".join(guard_line(line) + "\n" for line in buf.getvalue().split("\n")[:-1])
 
 
 def json_text(columns: list[str], rows: Sequence[Sequence[Any]]) -> str:
     records = [dict(zip(columns, row, strict=True)) for row in rows]
-    return jsonout.dumps(records, allow_nan=True, default=str) + "\n"
+    return json_visible(jsonout.dumps(records, allow_nan=True, default=str)) + "\n"
