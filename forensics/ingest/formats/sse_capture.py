@@ -5,7 +5,7 @@ ends at `data: [DONE]` (OpenAI and compatible), `message_stop` (Anthropic) or a 
 `response.*` event (Responses API); whatever follows starts the next stream. The last stream of
 a file that ends without such an event is kept and, when it has no finish reason either,
 recorded as cut off. Chunks of another completion id also start the next stream: not every
-server sends `[DONE]`.
+server sends `[DONE]`; chunks with an empty id (Azure's content-filter results) do not.
 """
 
 from __future__ import annotations
@@ -72,7 +72,10 @@ def ingest(path: Path, collector: Collector) -> int:
     for event in sse.events(text):
         payload = _payload(event)
         # Servers that send no [DONE] still give every chunk of one completion the same id.
-        chunk_id = payload.get("id") if "choices" in payload else None
+        # Azure's content-filter chunks (prompt_filter_results first, asynchronous filter
+        # annotations after the finish chunk) carry an empty id: they belong to the response
+        # around them, not to a stream of their own.
+        chunk_id = (payload.get("id") or None) if "choices" in payload else None
         if chunk_id is not None and current_id is not None and chunk_id != current_id:
             streams.append([])
         if chunk_id is not None:

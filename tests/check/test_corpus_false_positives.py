@@ -1,0 +1,59 @@
+"""Regression tests for the false positives of the real corpus (tests/data/corpus/FALSE_POSITIVES.md).
+
+Each test scans the corpus file and holds the rule silent at the place the adjudication found
+it wrong, and where the same file has a true incident, keeps that finding.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location(
+    "accuracy_real", ROOT / "benchmarks" / "accuracy_real.py"
+)
+assert _spec and _spec.loader
+ar = importlib.util.module_from_spec(_spec)
+sys.modules["accuracy_real"] = ar  # dataclasses resolve their module by name
+_spec.loader.exec_module(ar)
+
+SK_CAPTURE = (
+    "files/api_capture/microsoft__semantic-kernel__openai_chat_completion_multiple_function_calls.json"
+)
+SK_STREAM = "files/sse_capture/microsoft__semantic-kernel__openai_streaming_multiple_function_calls.txt"
+AZURE_FILTER = "files/sse_capture/microsoft__semantic-kernel__azure_streaming_async_filter.txt"
+HAIKU_JSON = "files/http_cassette/alexrudall__anthropic__claude-3-haiku_malformed_streaming_json.yml"
+HARBOR_FAIL = "files/harbor_atif/wrongbutworks__harbor__atif2otel_trajectory_fail.json"
+
+
+def _scan(file: str) -> list[tuple[str, int | None, int | None]]:
+    found = ar.scan_corpus([file], jobs=1)[file]["findings"]
+    return sorted((f.rule, f.turn_index, f.source_line) for f in found)
+
+
+@pytest.mark.parametrize("file", [SK_CAPTURE, SK_STREAM])
+def test_bare_word_arguments_are_malformed_not_cut_off(file):
+    """`"invalid_arguments_format"` is no JSON prefix and no cap was hit: malformed-tool-call
+    reports it (turn 0, line 1), length-as-tool-calls does not."""
+    assert _scan(file) == [("malformed-tool-call", 0, 1)]
+
+
+def test_azure_content_filter_chunks_belong_to_the_stream():
+    """The prompt-filter chunk before the answer and the asynchronous filter annotations after
+    the finish chunk carry an empty id: one complete stream, no stream-cut-off."""
+    assert _scan(AZURE_FILTER) == []
+
+
+def test_json_answer_without_tools_is_no_text_tool_call():
+    """The request offers no tools and asks for JSON: the streamed objects (turn 2, line 3) are
+    the answer, not a tool call written as text."""
+    assert ("invalid-text-tool-call", 2, 3) not in _scan(HAIKU_JSON)
+
+
+def test_prompt_growing_on_every_call_is_no_plateau():
+    """Prompt tokens 106370, 106458, 106548 (turn 39, line 723): within 2% but growing."""
+    assert not [f for f in _scan(HARBOR_FAIL) if f[0] == "silent-prompt-truncation"]
