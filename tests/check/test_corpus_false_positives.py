@@ -1,4 +1,4 @@
-"""Regression tests for the false positives of the real corpus (tests/data/corpus/FALSE_POSITIVES.md).
+"""Regression tests for the real corpus's false positives (tests/data/corpus/FALSE_POSITIVES.md).
 
 Each test scans the corpus file and holds the rule silent at the place the adjudication found
 it wrong, and where the same file has a true incident, keeps that finding.
@@ -21,12 +21,13 @@ ar = importlib.util.module_from_spec(_spec)
 sys.modules["accuracy_real"] = ar  # dataclasses resolve their module by name
 _spec.loader.exec_module(ar)
 
-SK_CAPTURE = (
-    "files/api_capture/microsoft__semantic-kernel__openai_chat_completion_multiple_function_calls.json"
-)
-SK_STREAM = "files/sse_capture/microsoft__semantic-kernel__openai_streaming_multiple_function_calls.txt"
+SK = "microsoft__semantic-kernel__openai_"
+SK_CAPTURE = f"files/api_capture/{SK}chat_completion_multiple_function_calls.json"
+SK_STREAM = f"files/sse_capture/{SK}streaming_multiple_function_calls.txt"
 AZURE_FILTER = "files/sse_capture/microsoft__semantic-kernel__azure_streaming_async_filter.txt"
-HAIKU_JSON = "files/http_cassette/alexrudall__anthropic__claude-3-haiku_malformed_streaming_json.yml"
+HAIKU_JSON = (
+    "files/http_cassette/alexrudall__anthropic__claude-3-haiku_malformed_streaming_json.yml"
+)
 HARBOR_FAIL = "files/harbor_atif/wrongbutworks__harbor__atif2otel_trajectory_fail.json"
 
 
