@@ -58,3 +58,14 @@ def test_json_answer_without_tools_is_no_text_tool_call():
 def test_prompt_growing_on_every_call_is_no_plateau():
     """Prompt tokens 106370, 106458, 106548 (turn 39, line 723): within 2% but growing."""
     assert not [f for f in _scan(HARBOR_FAIL) if f[0] == "silent-prompt-truncation"]
+
+
+GLAIVE = "files/sharegpt/hiyouga__LLaMA-Factory__glaive_toolcall_en_demo.json"
+CTF_EPS = "files/swe_agent_traj/SWE-agent__SWE-agent__ctf_crypto_eps.traj"
+
+
+@pytest.mark.parametrize("file", [GLAIVE, CTF_EPS])
+def test_data_literals_are_no_repetition(file):
+    """A pasted hex registry value (glaive trial 243, turns 0 and 1) and a binary CTF payload
+    (ctf_crypto_eps turn 16) compress like loops; they are one word of data each."""
+    assert not [f for f in _scan(file) if f[0] == "think-loop"]
