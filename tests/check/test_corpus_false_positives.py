@@ -69,3 +69,16 @@ def test_data_literals_are_no_repetition(file):
     """A pasted hex registry value (glaive trial 243, turns 0 and 1) and a binary CTF payload
     (ctf_crypto_eps turn 16) compress like loops; they are one word of data each."""
     assert not [f for f in _scan(file) if f[0] == "think-loop"]
+
+
+TAU_FORK = (
+    "files/tau_bench_results/avaljotsingh__tau-bench__tool-calling-preconditions_0627144318.json"
+)
+
+
+def test_result_named_after_another_tool_is_an_id_mismatch():
+    """The think call's id is answered first by a result named list_all_product_types (turn
+    3), then reused by the next think call (turn 4, line 128): tool-call-ids reports it there."""
+    hits = [f for f in _scan(TAU_FORK) if f[0] == "tool-call-ids"]
+    assert ("tool-call-ids", 4, 128) in hits
+    assert len(hits) == 9
