@@ -27,7 +27,7 @@ import re
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
@@ -65,12 +65,16 @@ def _ruby(loader: _Loader, suffix: str, node: yaml.Node) -> Any:
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+    return loader.construct_scalar(cast("yaml.ScalarNode", node))
+
+
+def _binary(loader: _Loader, node: yaml.Node) -> bytes:
+    return loader.construct_yaml_binary(cast("yaml.ScalarNode", node))
 
 
 for _tag in ("python/unicode", "python/str"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _text)
-_Loader.add_constructor("!binary", _Loader.construct_yaml_binary)
+_Loader.add_constructor("!binary", _binary)
 _Loader.add_multi_constructor("!ruby/", _ruby)
 
 _LIST_KEYS = ("interactions", "http_interactions")
