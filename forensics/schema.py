@@ -231,6 +231,14 @@ TURN_COLUMNS: list[Column] = [
         redact=True,
     ),
     Column(
+        "tool_name",
+        pa.string(),
+        "Tool results: the name of the tool the result says it comes from (the OpenAI-style "
+        "tool message's name, tau-bench's and tau2's). NULL otherwise or when the source keeps "
+        "none.",
+        redact=True,
+    ),
+    Column(
         "offered_tools",
         pa.list_(pa.string()),
         "Names of the tools the request offered (OpenAI tools[].function.name and functions[], "

@@ -32,6 +32,8 @@ TAIL_MIN_CHARS = 200
 TAIL_MAX_PERIOD = 512
 TAIL_PROBE = 16
 TAIL_MAX_CANDIDATES = 32
+# Hex and binary literals (runs of 32+ hex digits): data, not text that can loop.
+DATA_LITERAL_RE = r"[0-9A-Fa-f]{32,}"
 
 
 def _compression_ratio(texts: pl.Series) -> pl.Series:
@@ -277,13 +279,16 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
     pair = pl.struct(word.alias("first"), word.shift(-1).alias("second")).hash()
     bigrams = words.list.eval(pair.filter(word.shift(-1).is_not_null())).list.unique()
     names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
+    # A hex or binary literal (a registry value, a CTF payload) compresses and repeats like a
+    # loop but is one word of data: the repetition measures read it as one token.
+    prose = whole.str.replace_all(DATA_LITERAL_RE, "<literal>")
     df = df.with_columns(
         pl.col("visible_text")
         .str.strip_chars()
         .str.len_chars()
         .cast(pl.Int64)
         .alias("visible_chars"),
-        whole.map_batches(_compression_ratio, return_dtype=pl.Float64).alias("compression_ratio"),
+        prose.map_batches(_compression_ratio, return_dtype=pl.Float64).alias("compression_ratio"),
         pl.when(words.list.len() >= MIN_SIMILARITY_WORDS)
         .then(bigrams)
         .otherwise(None)
@@ -293,7 +298,7 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
             (pl.col("reasoning").fill_null("").str.strip_chars().str.len_chars() > 0)
             | (pl.col("think_open_count") + pl.col("think_close_count") > 0)
         ).alias("has_reasoning"),
-        whole.map_batches(
+        prose.map_batches(
             _tail_loops, return_dtype=pl.Struct({"period": pl.Int64, "chars": pl.Int64})
         ).alias("_tail"),
         names.str.contains(markers.TRANSFER_TOOL_RE).alias("_transfers"),

@@ -167,6 +167,11 @@ def tool_calls_of(message: dict[str, Any]) -> list[dict[str, str | None]]:
     return out
 
 
+def _tool_name(message: dict[str, Any]) -> str | None:
+    value = message.get("name")
+    return value if isinstance(value, str) and value else None
+
+
 def _call_id(message: dict[str, Any]) -> str | None:
     value = message.get("tool_call_id", message.get("id"))
     return value if isinstance(value, str) and value else None
@@ -446,6 +451,7 @@ class Collector:
             # tau2 names the call a tool message answers `id`, the OpenAI shape `tool_call_id`
             tool_call_id=_call_id(msg) if role == "tool" else None,
             refusal=text_of(msg.get("refusal")) or None,
+            tool_name=_tool_name(msg) if role == "tool" else None,
         )
         overrides = ep.turn_fields.get(index)
         if overrides:

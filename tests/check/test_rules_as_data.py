@@ -651,6 +651,8 @@ def test_pack_thresholds_are_parameters():
     assert set(pack["think-loop"].params) == {
         "min_similarity",
         "min_containment",
+        "min_capped_containment",
+        "opening_words",
         "min_monologue_chars",
         "min_chain_turns",
         "min_compression_ratio",
@@ -658,6 +660,8 @@ def test_pack_thresholds_are_parameters():
     assert {k: p.default for k, p in pack["think-loop"].params.items()} == {
         "min_similarity": 0.5,
         "min_containment": 0.85,
+        "min_capped_containment": 0.6,
+        "opening_words": 8,
         "min_monologue_chars": 800,
         "min_chain_turns": 3,
         "min_compression_ratio": 4.0,

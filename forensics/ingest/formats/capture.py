@@ -38,7 +38,7 @@ RESPONSE_COLUMNS = frozenset(
 EXCHANGE_COLUMNS = RESPONSE_COLUMNS | {
     "max_output_tokens", "tools_attached", "tool_choice", "tool_count", "endpoint",
     "enable_thinking", "reasoning_budget", "reasoning_effort", "request_hash", "request_keys",
-    "offered_tools", "replayed",
+    "offered_tools", "replayed", "tool_name",
 }  # fmt: skip
 
 

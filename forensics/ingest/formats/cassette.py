@@ -27,7 +27,7 @@ import re
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
@@ -52,15 +52,32 @@ else:  # libyaml's C loader where PyYAML was built with it
 
 class _Loader(_SafeLoader):
     """The safe loader (libyaml's when present), plus the string tags Python 2 era vcrpy wrote
-    (`!!python/unicode`, `!!python/str`): text, not objects."""
+    (`!!python/unicode`, `!!python/str`): text, not objects; and the tags Ruby's Psych writes
+    in VCR cassettes: `!binary` (one `!`: base64 bytes, as `!!binary`) and `!ruby/...` (a
+    string, hash, array or object subclass) read as the plain string, mapping or list under
+    the tag, never as an object."""
 
 
 def _text(loader: _Loader, node: yaml.Node) -> str:
     return loader.construct_yaml_str(node)
 
 
+def _ruby(loader: _Loader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(cast("yaml.ScalarNode", node))
+
+
+def _binary(loader: _Loader, node: yaml.Node) -> bytes:
+    return loader.construct_yaml_binary(cast("yaml.ScalarNode", node))
+
+
 for _tag in ("python/unicode", "python/str"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _text)
+_Loader.add_constructor("!binary", _binary)
+_Loader.add_multi_constructor("!ruby/", _ruby)
 
 _LIST_KEYS = ("interactions", "http_interactions")
 # A top-level key line of a YAML cassette, after an optional `---` and comments.

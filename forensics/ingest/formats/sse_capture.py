@@ -73,8 +73,10 @@ def ingest(path: Path, collector: Collector) -> int:
     current_id = None
     for event in sse.events(text):
         payload = _payload(event)
-        # Servers that send no [DONE] still give every chunk of one completion the same id;
-        # Azure's filter annotation chunks carry an empty one.
+        # Servers that send no [DONE] still give every chunk of one completion the same id.
+        # Azure's content-filter chunks (prompt_filter_results first, asynchronous filter
+        # annotations after the finish chunk) carry an empty id: they belong to the response
+        # around them, not to a stream of their own.
         chunk_id = (payload.get("id") or None) if "choices" in payload else None
         if chunk_id is not None and current_id is not None and chunk_id != current_id:
             streams.append([])

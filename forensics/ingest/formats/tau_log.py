@@ -444,7 +444,7 @@ SPECS = (
         # Last: it takes any text, and a file it finds nothing in is reported unknown.
         priority=TEXT_SCANNER,
         columns=frozenset(
-            {"content", "reasoning", "tool_calls", "tool_call_id"}
+            {"content", "reasoning", "tool_calls", "tool_call_id", "tool_name"}
             | {"finish_reason", "finish_reason_raw", "input_tokens", "output_tokens"}
             | {"reasoning_tokens", "max_output_tokens", "tools_attached", "model", "endpoint"}
         ),

@@ -245,7 +245,7 @@ def add_record(
 # (trajectories.error), never a turn's.
 COLUMNS = frozenset(
     {"content", "reasoning", "tool_calls", "tool_call_id", "finish_reason", "finish_reason_raw"}
-    | {"tools_attached", "model"}
+    | {"tools_attached", "model", "tool_name"}
 )
 # tau-bench's run.py, for the plan's rerun step and the text scanner's declaration.
 RERUN = "tau-bench run.py: --task-ids {tasks}"
