@@ -20,19 +20,22 @@ import json
 import re
 from typing import Any
 
-from forensics import markers
+from forensics import linear, markers
 from forensics.check import textcalls
 
-_HERMES = re.compile(r"(?s)<tool_call>\s*(\{.*?\})\s*</tool_call>")
-_QWEN3_CODER = re.compile(
-    r"(?s)(?:<tool_call>\s*)?<function=([^>\n]+)>(.*?)</function>(?:\s*</tool_call>)?"
+# RE2 (forensics.linear), with Python's \s: under `re` each opener without a closer rescanned
+# the window, up to a quarter second for one 16,000-character reasoning tail.
+_S, _NS = linear.SPACE, f"[^{linear.SPACE_CHARS}<]"
+_HERMES = linear.compile(rf"(?s)<tool_call>{_S}*(\{{.*?\}}){_S}*</tool_call>")
+_QWEN3_CODER = linear.compile(
+    rf"(?s)(?:<tool_call>{_S}*)?<function=([^>\n]+)>(.*?)</function>(?:{_S}*</tool_call>)?"
 )
-_PARAMETER = re.compile(r"(?s)<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>")
-_GLM = re.compile(
-    r"(?s)<tool_call>\s*([^\s<]+)\s*((?:<arg_key>.*?</arg_key>\s*<arg_value>.*?</arg_value>\s*)*)"
-    r"</tool_call>"
+_PARAMETER = linear.compile(r"(?s)<parameter=([^>\n]+)>\n?(.*?)\n?</parameter>")
+_GLM = linear.compile(
+    rf"(?s)<tool_call>{_S}*({_NS}+){_S}*"
+    rf"((?:<arg_key>.*?</arg_key>{_S}*<arg_value>.*?</arg_value>{_S}*)*)</tool_call>"
 )
-_GLM_ARG = re.compile(r"(?s)<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>")
+_GLM_ARG = linear.compile(rf"(?s)<arg_key>(.*?)</arg_key>{_S}*<arg_value>(.*?)</arg_value>")
 # What may follow the last call when the model stopped there: reasoning closers, end tokens.
 _TRAILER = re.compile(
     rf"(?:{markers.CLOSE_RE}|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|eom_id\|>|</s>|\s)*$"

@@ -34,6 +34,8 @@ LIMIT = 2.0  # seconds of CPU for a megabyte, where a quadratic pattern takes mi
 
 # Every module-level `re` pattern, and why it may stay on `re`: each is attacked all the same.
 RE_PATTERNS: dict[str, str] = {
+    "forensics.check.fingerprint._TRIAL": "a run id's tail, anchored at its end",
+    "forensics.check.markupcalls._TRAILER": "fullmatch of a reasoning tail's last characters",
     "forensics.check.params.PLACEHOLDER": "rule SQL, not log text",
     "forensics.check.rulefile._AT": "msgspec's error text about a rule file",
     "forensics.check.rulefile._FIELD": "msgspec's error text about a rule file",
@@ -42,8 +44,8 @@ RE_PATTERNS: dict[str, str] = {
     "forensics.check.textcalls._ACTION": "anchored at line starts, literal label",
     "forensics.check.textcalls._ACTION_INPUT": "anchored at line starts, literal label",
     "forensics.check.textcalls._BETWEEN_CALLS": "split of a Llama payload at `};{`",
+    "forensics.check.textcalls._DIGITS": "one class",
     "forensics.check.textcalls._FENCE": "possessive blanks; RE2's binding costs 15 µs a fence",
-    "forensics.check.textcalls._JSON_CALL": "match at the text's start",
     "forensics.check.textcalls._LLAMA_END": "literal end tokens",
     "forensics.check.textcalls._MISTRAL": "literal marker, then bounded lookahead",
     "forensics.check.textcalls._NEXT_LABEL": "anchored at line starts, literal labels",
@@ -56,6 +58,10 @@ RE_PATTERNS: dict[str, str] = {
     "forensics.ingest.api.generate_api._CHATML": "lookahead for the next turn (RE2 has none)",
     "forensics.ingest.api.generate_api._LLAMA3": "literal markers, lazy body to the next one",
     "forensics.ingest.api.sse._LINE_END": "line breaks",
+    "forensics.ingest.companions._MARKERS": "literal quoted keys",
+    "forensics.ingest.formats._ending._CRASH_START": "anchored at a line's start",
+    "forensics.ingest.formats._ending._FINAL_CALLS": "a tool name, anchored",
+    "forensics.ingest.formats._ending._SUBMIT_COMMAND": "literal alternatives",
     "forensics.ingest.formats.atropos._CHATML": "lookahead for the next turn (RE2 has none)",
     "forensics.ingest.formats.atropos._LLAMA3": "lookahead for the next turn (RE2 has none)",
     "forensics.ingest.formats.atropos._TOKENS_HEAD": "anchored at the head's start",
@@ -67,11 +73,16 @@ RE_PATTERNS: dict[str, str] = {
     "forensics.ingest.formats.harbor._CONT": "a file name",
     "forensics.ingest.formats.openhands._EVENT_NAME": "a file name",
     "forensics.ingest.formats.openhands._HISTORY": "literal key",
+    "forensics.ingest.formats.openhands._MAX_ITERATION": "a literal phrase",
     "forensics.ingest.formats.otlp._INDEXED": "an attribute key, anchored",
     "forensics.ingest.formats.sharegpt._CALL": "each <tool_call> matches, to its closer or the end",
+    "forensics.ingest.formats.sharegpt._ITERATION_LIMIT": "literal phrases",
     "forensics.ingest.formats.sharegpt._NAME": "literal key, then one class",
     "forensics.ingest.formats.sharegpt._THINK": "anchored at the text's start",
+    "forensics.ingest.formats.swe_agent._HISTORY_ONLY": "anchored at the head's start",
+    "forensics.ingest.formats.swe_agent._LIST_HEAD": "anchored at the head's start",
     "forensics.ingest.formats.swe_agent._MINI": "literal keys",
+    "forensics.ingest.formats.swe_agent._MINI_PROTOCOL": "literal alternatives",
     "forensics.ingest.formats.swe_agent._STEP": "literal keys",
     "forensics.ingest.formats.tau_log._CHECKPOINT": "literal phrase, one class",
     "forensics.ingest.formats.tau_log._ENDPOINT": "literal words, one class",
@@ -86,10 +97,12 @@ RE_PATTERNS: dict[str, str] = {
     "forensics.ingest.formats.tau_log._TEXT_FACT": "literal alternatives",
     "forensics.ingest.formats.tau_log._VARIANT": "literal word, one class",
     "forensics.ingest.formats.tau_results._FILENAME": "a file name",
+    "forensics.ingest.parse.embedded._MESSAGE_START": "a brace, then literal keys",
     "forensics.ingest.parse.embedded._START": "a brace, then a bounded lookahead",
     "forensics.ingest.parse.embedded._STEP": "a tokenizer: an unclosed string matches whole",
     "forensics.ingest.parse.jsonhead._NOT_STRING": "a tokenizer without strings",
     "forensics.ingest.parse.jsonhead._TOKEN": "a tokenizer: an unclosed string matches whole",
+    "forensics.ingest.parse.jsonwalk._DIGITS": "one class",
     "forensics.ingest.parse.jsonwalk._PUNCTUATION": "single characters",
     "forensics.ingest.parse.jsonwalk._TOKEN": "a tokenizer: an unclosed string matches whole",
     "forensics.ingest.parse.pyrepr._BRACKET": "a tokenizer over decoded JSON",
@@ -97,9 +110,8 @@ RE_PATTERNS: dict[str, str] = {
     "forensics.ingest.parse.pyrepr._TOKEN": "a tokenizer that gives up at an unclosed quote",
     "forensics.ingest.parse.sdk_repr._START": "literal class names, bounded lookaround",
     "forensics.linear._SURROGATE": "one character class",
-    "forensics.redact._ANY": "redaction's own patterns (tests/robustness/test_redact.py)",
-    "forensics.redact._COMPILED": "redaction's own patterns (tests/robustness/test_redact.py)",
-    "forensics.redact._GLUED": "redaction's own patterns (tests/robustness/test_redact.py)",
+    "forensics.redact._ESCAPED": "one escape at a time",
+    "forensics.redact._MASK": "a literal mask shape",
     "forensics.report.render.html._CODE_SPAN": "one class between backticks",
     "forensics.report.render.html._MARKUP": "literal markup names",
     "forensics.report.render.jsonout._IDENTIFIER": "one class",
@@ -189,12 +201,9 @@ def _deadline(seconds: float) -> Iterator[None]:
 # how they are tried. Run through finditer, a megabyte of tiny matches costs the binding's few
 # microseconds a match, linear but past the limit.
 SINGLE_SEARCH = {"forensics.report.render.markdown._LINKISH"}
-# Defects of code this test does not own: the text that shows each, and why it stays.
-_JWT = ("", "eyJ_")  # `eyJ[…]+\.eyJ` retried from every `eyJ` to the end of the run
-KNOWN: dict[str, tuple[tuple[str, str], str]] = {
-    name: (_JWT, "redaction's JWT shapes are quadratic: issue 24's redaction item, not this one")
-    for name in ("forensics.redact._ANY", "forensics.redact._COMPILED", "forensics.redact._GLUED")
-}
+# Defects of code this test does not own: the text that shows each, and why it stays. Each is
+# an expected failure that fails once fixed, so the entry goes with the fix.
+KNOWN: dict[str, tuple[tuple[str, str], str]] = {}
 
 
 def _run(pattern: Any, text: str, single: bool, call: str = "search") -> None:
