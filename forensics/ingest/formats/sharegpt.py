@@ -73,7 +73,7 @@ _NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']+)["']""")
 _THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.S)
 # hermes-agent's words when the iteration budget ran out: the request it sends the model
 # (MAX_ITERATIONS_SUMMARY_REQUEST) and the answers older versions wrote themselves.
-_ITERATION_LIMIT = re.compile(
+_ITERATION_LIMIT = linear.compile(
     r"reached the maximum number of tool-calling iterations|"
     r"(?:I've|I have|I) reached the maximum (?:number of )?iterations|"
     r"I reached the iteration limit"
