@@ -234,7 +234,8 @@ def _hermes_end(ep: Episode, record: dict[str, Any]) -> None:
         return
     for _, message in reversed(ep.messages):
         content = message.get("content")
-        text = content if isinstance(content, str) else ""
+        # the notice is a message of the run; a system prompt that mentions the limit is not one
+        text = content if isinstance(content, str) and message.get("role") != "system" else ""
         if (found := _ITERATION_LIMIT.search(text)) is not None:
             ep.termination_reason = "max_iterations"
             start = text.rfind("\n", 0, found.start()) + 1
