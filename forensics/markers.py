@@ -187,6 +187,15 @@ HANDOFF_RE = (
     rf"|i(?:'m| am) (?:now )?transferring\b)"
 )
 TRANSFER_TOOL_RE = r"(?i)transfer"
+
+# Calls that end an agent's run: it submits, finishes or marks its task complete (terminus-2's
+# mark_task_complete, OpenHands' finish, SWE-agent's submit, Cline's attempt_completion, …),
+# and mini-swe-agent's submission command (a bash call whose output starts with this line).
+FINAL_CALL_NAME_RE = (
+    r"(?i)^(?:mark_task_complete|task_complete|complete_task|finish|submit|attempt_completion|"
+    r"final_answer|done|exit|end_task|stop)$"
+)
+SUBMIT_COMMAND_RE = r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT"
 # A turn that asks the user for anything is waiting for them, not failing to act; a
 # conditional announcement ("I'll proceed once you confirm") is not a promise to act now.
 ASKS_USER_RE = (

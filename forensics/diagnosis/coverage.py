@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from forensics import markers
 from forensics.ingest import spec_of
 
 # Columns only an API capture (a proxy log, HAR, SSE stream, LiteLLM log, SDK dump) records.
@@ -123,12 +124,27 @@ def excerpt_notes(turns: pl.DataFrame) -> dict[str, str]:
     A recorded reply that ends its episode with a tool call (structured, or written as text)
     has nothing after it: whether the harness ran the call, and what came back, is not in the
     file, so the rules that judge that (text-tool-call-not-executed, tool-call-ids) say nothing
-    about it. A reply that is the episode's only message also lacks the request it answers.
+    about it. A call that ends the run (finish, submit, …) is not counted: nothing comes back.
+    A reply that is the episode's only message also lacks the request it answers.
     Rather than stay silent, each such file gets a note saying so: path -> note.
     """
     if turns.is_empty():
         return {}
-    calls = pl.col("has_tool_calls") | pl.col("text_call_format").is_not_null()
+    # A call that ends the run (finish, submit, mark_task_complete, mini-swe-agent's submission)
+    # has nothing to come back: the run ended as it should.
+    final = (
+        pl.col("tool_calls")
+        .list.eval(
+            pl.element().struct.field("name").fill_null("").str.contains(markers.FINAL_CALL_NAME_RE)
+            | pl.element()
+            .struct.field("arguments")
+            .fill_null("")
+            .str.contains(markers.SUBMIT_COMMAND_RE)
+        )
+        .list.any()
+        .fill_null(False)
+    )
+    calls = (pl.col("has_tool_calls") & ~final) | pl.col("text_call_format").is_not_null()
     last = (
         turns.sort("trajectory_id", "turn_index")
         .group_by("trajectory_id", maintain_order=True)

@@ -199,3 +199,12 @@ def test_hermes_older_iteration_answer_counts_too(tmp_path):
     result = _hermes(tmp_path, ([SYSTEM, ASK, CALL, RESULT, answer], False, {}))
     assert result.trajectories["termination_reason"].to_list() == ["max_iterations"]
     assert result.findings["rule"].to_list() == ["step-limit"]
+
+
+def test_a_system_prompt_naming_the_limit_is_not_the_notice(tmp_path):
+    system = {
+        "from": "system",
+        "value": f"Tools: <tools>\n[]\n</tools>. If you see '{NOTICE}', stop.",
+    }
+    result = _hermes(tmp_path, ([system, ASK, CALL, RESULT], False, {}))
+    assert result.trajectories["termination_reason"].to_list() == ["cut_off"]

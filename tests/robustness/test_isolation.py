@@ -293,7 +293,16 @@ def test_an_episode_the_log_ends_inside_is_noted_and_a_whole_log_is_not(tmp_path
         "short, or the run was still going; 0 message(s) read"
     )
     cut = result.trajectories.filter(pl.col("task_id") == "12")
-    assert cut["turn_count"].to_list() == [0] and cut["ingest_note"].to_list() == [said]
+    assert cut["turn_count"].to_list() == [0] and cut["ingest_note"].to_list() == [
+        f"cut off: {said}"
+    ]
+    # and one run-cut-off finding says it (issue 21 item 5), on the episode as a whole
+    (finding,) = result.findings.filter(pl.col("rule") == "run-cut-off").iter_rows(named=True)
+    assert finding["task_id"] == "12" and finding["turn_index"] is None
+    assert finding["message"] == (
+        f"run cut off: the log ends before the result line of task 12 (started on line {running}): "
+        "cut short, or the run was still going"
+    )
     assert [f.note for f in result.files] == [said]
     _code, out, _err = run_cli("scan", str(path), "--no-report")
     assert f"note: {path}: {said}" in out

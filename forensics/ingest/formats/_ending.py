@@ -14,9 +14,9 @@ one (a Claude Code session file, which a later session may resume) says nothing.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from forensics import linear, markers
 from forensics.ingest.records import Collector, Episode
 
 CUT_OFF = "cut_off"
@@ -26,7 +26,7 @@ EVIDENCE_CHARS = 600
 
 # The first line of a crash a harness prints: a Python traceback, an exception line, a Node.js
 # or Go crash, a shell's kill message. Anchored at the line start so prose quoting them is not.
-_CRASH_START = re.compile(
+_CRASH_START = linear.compile(
     r"^(?:Traceback \(most recent call last\):"
     r"|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b(?::|$)"
     r"|Uncaught \w*(?:Error|Exception)"
@@ -84,14 +84,8 @@ ATIF_UNFINISHED = (
     "ends the task (no result.json says how the trial ended)"
 )
 
-# Calls that end an agent's run: it submits, finishes or marks its task complete (terminus-2's
-# mark_task_complete, OpenHands' finish, SWE-agent's submit, Cline's attempt_completion, …).
-_FINAL_CALLS = re.compile(
-    r"(?i)^(?:mark_task_complete|task_complete|complete_task|finish|submit|attempt_completion|"
-    r"final_answer|done|exit|end_task|stop)$"
-)
-# mini-swe-agent's submission: a command whose output starts with this line ends the run.
-_SUBMIT_COMMAND = re.compile(r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT")
+_FINAL_CALLS = linear.compile(markers.FINAL_CALL_NAME_RE)
+_SUBMIT_COMMAND = linear.compile(markers.SUBMIT_COMMAND_RE)
 
 
 def ends_on_tool_result(ep: Episode) -> str | None:

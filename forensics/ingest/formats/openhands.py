@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from forensics import linear
 from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.formats import _ending
@@ -57,7 +58,7 @@ FORMAT_STATE = "openhands_state"
 
 _EVENT_NAME = re.compile(r"^event-(?P<idx>\d{5,})-[0-9a-fA-F\-]{8,}\.json$")
 _HISTORY = re.compile(r'"history"\s*:\s*\[\s*(?:\]|\{\s*"id"\s*:)')
-_MAX_ITERATION = re.compile(r"Agent reached maximum iteration")
+_MAX_ITERATION = linear.compile(r"Agent reached maximum iteration")
 _STATE_KEYS = {"execution_status", "persistence_dir", "max_iterations", "stuck_detection"}
 # Events that are no message of the conversation (state changes, pauses, condensation, token
 # ids, streaming deltas, hooks): counted in the note.

@@ -73,7 +73,7 @@ _NAME = re.compile(r"""["']name["']\s*:\s*["']([^"']+)["']""")
 _THINK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.S)
 # hermes-agent's words when the iteration budget ran out: the request it sends the model
 # (MAX_ITERATIONS_SUMMARY_REQUEST) and the answers older versions wrote themselves.
-_ITERATION_LIMIT = re.compile(
+_ITERATION_LIMIT = linear.compile(
     r"reached the maximum number of tool-calling iterations|"
     r"(?:I've|I have|I) reached the maximum (?:number of )?iterations|"
     r"I reached the iteration limit"
@@ -234,7 +234,8 @@ def _hermes_end(ep: Episode, record: dict[str, Any]) -> None:
         return
     for _, message in reversed(ep.messages):
         content = message.get("content")
-        text = content if isinstance(content, str) else ""
+        # the notice is a message of the run; a system prompt that mentions the limit is not one
+        text = content if isinstance(content, str) and message.get("role") != "system" else ""
         if (found := _ITERATION_LIMIT.search(text)) is not None:
             ep.termination_reason = "max_iterations"
             start = text.rfind("\n", 0, found.start()) + 1

@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from forensics import linear
 from forensics.ingest import jsonrecords
 from forensics.ingest.api import openai_chat
 from forensics.ingest.formats import _ending
@@ -74,8 +75,8 @@ _MINI = re.compile(
 
 
 # A history-only .traj (SWE-agent's demonstrations): its messages carry SWE-agent's own keys.
-_HISTORY_ONLY = re.compile(
-    r'\A\{\s*"history"\s*:\s*\[\s*\{[^\[\]]*?"(?:agent|message_type)"\s*:', re.S
+_HISTORY_ONLY = linear.compile(
+    r'(?s)\A\{\s*"history"\s*:\s*\[\s*\{[^\[\]]*?"(?:agent|message_type)"\s*:'
 )
 
 
@@ -90,10 +91,10 @@ def sniff(head: str) -> str | None:
 
 # The words of mini-swe-agent's own prompts (its action fence and submission command): a bare
 # list of messages that opens with them is its message list.
-_MINI_PROTOCOL = re.compile(
+_MINI_PROTOCOL = linear.compile(
     r"mswea_bash_command|COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT"
 )
-_LIST_HEAD = re.compile(r'\A\[\s*\{\s*"role"\s*:\s*"system"')
+_LIST_HEAD = linear.compile(r'\A\[\s*\{\s*"role"\s*:\s*"system"')
 
 
 def sniff_mini(head: str) -> str | None:

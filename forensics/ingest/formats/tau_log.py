@@ -20,7 +20,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from forensics.ingest.formats import tau_results
+from forensics.ingest.formats import _ending, tau_results
 from forensics.ingest.parse import embedded, files, pyrepr, sdk_repr
 from forensics.ingest.parse.apicommon import as_float
 from forensics.ingest.records import (
@@ -403,7 +403,11 @@ class _LogReader:
             f"{ep.source_line}): cut short, or the run was still going; "
             f"{len(ep.messages)} message(s) read"
         )
-        ep.note = f"{ep.note}; {said}" if ep.note else said
+        last = ep.messages[-1][1] if ep.messages else {}
+        content = last.get("content")
+        text = content.strip()[-300:] if isinstance(content, str) else ""
+        # One run-cut-off finding says it (issue 21), not the note alone.
+        _ending.cut_off(ep, said, f"last message ({last.get('role')}): {text}" if last else None)
         self.collector.note(str(self.path), said)
 
 
