@@ -27,9 +27,10 @@ from forensics.check import engine, textcalls
 from forensics.config import Settings
 from forensics.ingest import detect
 from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest.parse.apicommon import count_of
 
 from conftest import DATA, SAMPLES, run_cli
-from hostile import HUGE_DIGITS, SEEDS
+from hostile import HUGE_DIGITS, SEEDS, dumps, replaced
 
 CAPTURE = DATA / "capture" / "vllm_agent_loop.jsonl"
 EVAL = DATA / "agents" / "inspect" / "log_formats.eval"
@@ -229,6 +230,40 @@ def test_an_oversized_integer_rejects_a_record_not_the_reader(tmp_path, label, n
     reasons = result.rejects["reason"].to_list()
     assert not [r for r in reasons if "reader failed" in r or BUG in r], reasons
     assert not [r for r in reasons if "no recognizable records" in r], reasons
+
+
+@pytest.mark.parametrize(
+    ("label", "line", "where", "value"),
+    [
+        # what benchmarks/fuzz.py-style field mutations found on main: "the reader failed on
+        # it (TypeError: 'int' object is not iterable); this is a bug in forensics"
+        ("capture_batch", 6, ("body", "messages"), 2**70),
+        ("capture_bodies", None, (0, "output", 0, "summary"), float("inf")),
+        ("gemini_rest", None, ("candidates", 0, "content", "parts"), 2**70),
+        ("litellm", 2, ("messages", 1, "content"), -1),
+        # an integer beyond a float's range (400 digits: JSON, within Python's digit limit)
+        ("tau_bench_results", None, (0, "reward"), 10**400),
+        ("atropos", 0, ("scores", 0), -(10**400)),
+    ],
+)
+def test_a_value_of_the_wrong_kind_is_no_bug_in_forensics(tmp_path, label, line, where, value):
+    raw = SEEDS[label].read_text()
+    if line is None:
+        text = dumps(replaced(json.loads(raw), where, value))
+    else:
+        lines = raw.split("\n")
+        lines[line] = dumps(replaced(json.loads(lines[line]), where, value))
+        text = "\n".join(lines)
+    path = tmp_path / SEEDS[label].name
+    path.write_text(text)
+    reasons = forensics.scan([str(path)]).rejects["reason"].to_list()
+    assert not [r for r in reasons if BUG in r or "reader failed" in r], reasons
+
+
+@pytest.mark.parametrize("text", ["²", "١٢٣", "9" * 5000, "12x"])
+def test_a_count_written_as_text_takes_ascii_digits_only(text):
+    assert count_of(text) is None
+    assert count_of("0042") == 42 and count_of("9" * 19, digits=19) == int("9" * 19)
 
 
 def test_an_oversized_integer_in_one_array_element_loses_that_element(tmp_path):
