@@ -381,6 +381,7 @@ def _attribute_events(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, 
         if not isinstance(event, dict):
             continue
         name = event.get("event.name")
+        name = name if isinstance(name, str) else None
         body = {k: v for k, v in event.items() if k != "event.name"}
         if name == "gen_ai.choice":
             message = got if isinstance(got := body.get("message"), dict) else {}
@@ -607,6 +608,7 @@ def _log_events(
                     continue
                 attrs = _attributes(lr.get("attributes"))
                 name = lr.get("eventName", lr.get("event_name")) or attrs.get("event.name")
+                name = name if isinstance(name, str) else None  # a list is no event name
                 trace = _hex_id(lr.get("traceId", lr.get("trace_id", "")))
                 span = _hex_id(lr.get("spanId", lr.get("span_id", "")))
                 if name not in _EVENT_ROLES and name != "gen_ai.choice":

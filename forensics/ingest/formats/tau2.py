@@ -332,8 +332,8 @@ def ingest(path: Path, collector: Collector) -> int:
     _RUNS.setdefault(collector, {})[path.resolve()] = run
     for index, (offset, sim) in enumerate(sims):
         excerpt = text[offset : offset + 200]
-        where = f"$.simulations[{index}]"
-        if unreadable(collector, str(path), line_of(offset), sim, FORMAT, where, excerpt):
+        at = f"$.simulations[{index}]"
+        if unreadable(collector, str(path), line_of(offset), sim, FORMAT, at, excerpt):
             continue
         if not isinstance(sim, dict):
             collector.reject(str(path), line_of(offset), "simulation is not an object", "", FORMAT)

@@ -128,7 +128,7 @@ def _opened(f: BinaryIO) -> Iterator[tuple[zipfile.ZipFile, dict[int, str]]]:
     except UnicodeDecodeError as exc:
         try:
             view = _NamesUnclaimed(f)
-            archive, bad = zipfile.ZipFile(view), view.bad  # type: ignore[arg-type]
+            archive, bad = zipfile.ZipFile(view), view.bad
         except Exception:
             raise exc from None
     with archive:
