@@ -151,7 +151,7 @@ def _status_error(status: Any) -> str | None:
     if not isinstance(status, dict):
         return None
     code = status.get("code", status.get("status_code"))
-    if code not in _ERROR_STATUS:
+    if not isinstance(code, int | str) or code not in _ERROR_STATUS:  # a list hashes not
         return None
     message = status.get("message", status.get("description"))
     return str(message) if message else "span status ERROR"
@@ -464,7 +464,8 @@ def _vercel_messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, A
 
 def is_llm_call(span: Span) -> bool:
     a = span.attributes
-    if a.get("gen_ai.operation.name") in _LLM_OPERATIONS:
+    operation = a.get("gen_ai.operation.name")
+    if isinstance(operation, str) and operation in _LLM_OPERATIONS:
         return True
     if a.get("openinference.span.kind") == "LLM":
         return True
