@@ -32,7 +32,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent / "tests" / "robus
 import forensics
 
 from conftest import run_cli
-from hostile import SECRETS, SEEDS, mutation, planted
+from hostile import BUG, SECRETS, SEEDS, mutation, planted
 from test_robustness import unaccounted
 
 
@@ -84,6 +84,10 @@ def fuzz(fmt: str, examples: int, seed_value: int, keep: Path | None, counts: di
                     lost = []
                 if lost:
                     problems.append(("silent loss", ", ".join(lost[:5])))
+                report = json.loads((work / "r.json").read_text())
+                bugs = [r["reason"] for r in report["rejects"] if BUG in r["reason"]]
+                if bugs:  # a reader failed on the input: its record was lost to a bug
+                    problems.append(("bug reject", bugs[0][:300]))
                 written = [out, err] + [
                     f.read_text(errors="replace") for f in work.rglob("*") if f.is_file()
                     if f != path
@@ -109,7 +113,9 @@ def main() -> None:
     parser.add_argument("--formats", nargs="*", default=sorted(SEEDS))
     parser.add_argument("--keep", type=Path, help="copy failing inputs here")
     args = parser.parse_args()
-    counts: dict = {"inputs": 0, "crash": 0, "silent loss": 0, "leak": 0, "examples": []}
+    counts: dict = {
+        "inputs": 0, "crash": 0, "silent loss": 0, "bug reject": 0, "leak": 0, "examples": [],
+    }  # fmt: skip
     started = time.perf_counter()
     for fmt in args.formats:
         before = counts["inputs"]
