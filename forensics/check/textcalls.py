@@ -17,8 +17,11 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 from typing import Any
+
+# json.loads whose every failure is a JSONDecodeError: an integer longer than Python reads
+# fails the harness's own json.loads just the same, and the call is reported as not parsing.
+from forensics.ingest.parse.jsonwalk import loads as _loads
 
 # The formats, as enrich names them (schema: text_call_format).
 REACT = "react_action"
@@ -44,7 +47,6 @@ _ACTION_INPUT = re.compile(r"(?m)^[ \t]*Action Input:[ \t]*")
 # Where a LangChain action input ends: the next protocol label.
 _NEXT_LABEL = re.compile(r"(?m)^[ \t]*(?:Observation|Thought|Action|Final Answer):")
 _FENCE = re.compile(r"(?s)```(json|tool_code|python)?[ \t]*\n?(.*?)```")
-_DIGITS = re.compile(r"\d+")
 _ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
 
 
@@ -56,20 +58,6 @@ def _call(name: Any, arguments: Any, error: str | None) -> dict[str, str | None]
 
 def _json_error(exc: json.JSONDecodeError) -> str:
     return f"not valid JSON: {exc.msg} (char {exc.pos})"
-
-
-def _loads(text: str) -> Any:
-    """json.loads as the harness runs it, every failure a JSONDecodeError: an integer longer
-    than Python reads (sys.int_max_str_digits) fails the harness's parse just the same."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except ValueError as exc:  # the integer digit limit
-        limit = sys.get_int_max_str_digits()
-        # Each run of digits once (a counted repeat would rescan every shorter run).
-        at = next((m.start() for m in _DIGITS.finditer(text) if len(m.group()) > limit), 0)
-        raise json.JSONDecodeError(str(exc).split(";")[0], text, at) from None
 
 
 def _name_hint(text: str) -> str | None:
