@@ -155,7 +155,9 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                     # A message line cut short (a string in it does not close on its line):
                     # a record lost, said so, not a stray brace in prose.
                     reason = "message cut short: a string in it does not close on its line"
-                    line.objects.append(Found(number, prefix, text[start:][:2000], None, reason))
+                    line.objects.append(
+                        Found(number, prefix, text[start : start + 2000], None, reason)
+                    )
                     break
                 pos = start + 1
                 continue
