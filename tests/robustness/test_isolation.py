@@ -27,7 +27,7 @@ from forensics import pipeline
 from forensics.check import engine, textcalls
 from forensics.config import Settings
 from forensics.ingest import detect, ingest
-from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest.parse import embedded, files, jsonwalk
 from forensics.ingest.parse.apicommon import count_of
 
 from conftest import DATA, SAMPLES, run_cli
@@ -353,6 +353,26 @@ def test_a_message_line_cut_in_half_is_a_reject(tmp_path):
     (reject,) = result.rejects.rows(named=True)
     assert reject["source_line"] == at + 1
     assert reject["reason"] == "message cut short: a string in it does not close on its line"
+
+
+@pytest.mark.parametrize(
+    ("line", "cut"),
+    [
+        ('{"role": "user", "content": "Sure, my na', True),
+        ("{'content': 'Thank you, Mei. I ha", True),
+        ('  {"content": null, "role": "assistant", "tool_calls": [{"function": {"argum', True),
+        # a record of another kind cut short, or a message quoted after other text: no
+        # message line, no reject (the text scanner reads any text)
+        ('{"candidates": [{"content": {"parts": [{"text": "Sure, the ref', False),
+        ('{"content": {"parts": [{"text": "Sure, the ref', False),
+        ('INFO user said {"role": "user", "content": "Sure, my na', False),
+    ],
+)
+def test_only_a_line_that_starts_like_a_message_is_a_cut_message(line, cut):
+    (found,) = list(embedded.scan(iter([(1, line)])))
+    errors = [f.error for f in found.objects if f.error is not None]
+    said = "message cut short: a string in it does not close on its line"
+    assert errors == ([said] if cut else [])
 
 
 def test_an_episode_the_log_ends_inside_is_noted_and_a_whole_log_is_not(tmp_path):
