@@ -52,12 +52,12 @@ from attacks import (  # noqa: E402
     site_seeds,
 )
 
-from hostile import SECRETS, SEEDS, mutation, planted  # noqa: E402
+from hostile import BUG, SECRETS, SEEDS, mutation, planted  # noqa: E402
 
 # Seconds a scan may take per MB of input before it counts as a hang, and at least.
 SECONDS_PER_MB = 10.0
 MIN_SECONDS = 10.0
-KINDS = ("crash", "hang", "silent loss", "leak")
+KINDS = ("crash", "hang", "silent loss", "bug reject", "leak")
 
 
 # --- the worker: one process that scans, replaced when a scan hangs -----------------------------
@@ -222,6 +222,9 @@ def check(worker: Worker, fmt: str, attack: Attack, keep: Path | None, counts: d
             expected = attack.expect_reject
             if expected and code in (0, 1) and not any(expected in r for r in reasons):
                 problems.append(("silent loss", f"bomb without a reject naming {expected}"))
+            bugs = [r for r in reasons if BUG in r]
+            if bugs:  # a reader failed on the input: its record was lost to a bug
+                problems.append(("bug reject", bugs[0][:300]))
             written = _outputs(work, path, out, err)
             secrets = set(attack.secrets) | set(_intact_secrets(attack.data))
             for shape, body in sorted(secrets):

@@ -46,6 +46,8 @@ ARRAY_FORMATS = {"tau_bench_results", "tau_bench_react"}
 CASSETTE_FORMATS = {"cassette_yaml", "cassette_json", "cassette_bedrock_stream"}
 
 HUGE = 2**70
+# What a reject says when a reader failed: a hostile input must never make one.
+BUG = "this is a bug in forensics"
 # An integer longer than Python converts (sys.int_max_str_digits, 4,300 digits by default): JSON
 # all the same, so a reader must reject the record holding it, not fail on the file.
 HUGE_DIGITS = "9" * 5000

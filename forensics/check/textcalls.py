@@ -18,11 +18,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 from functools import partial
 from typing import Any
 
 from forensics import linear
+
+# json.loads whose every failure is a JSONDecodeError: an integer longer than Python reads
+# fails the harness's own json.loads just the same, and the call is reported as not parsing.
+from forensics.ingest.parse.jsonwalk import loads as _loads
 from forensics.redact import clip, redact_text
 
 # The formats, as enrich names them (schema: text_call_format).
@@ -64,7 +67,6 @@ _MISTRAL_CALL = linear.compile(rf"(?s)([{_W}.\-]+){_S}*(\{{.*)$")
 _CALL_OBJECT = linear.compile(rf'{_S}*[\[{{]{_S}*"(?:name|action|function_call|tool_call)"{_S}*:')
 _LLAMA_END = re.compile(r"<\|eom_id\|>|<\|eot_id\|>")
 _BETWEEN_CALLS = re.compile(r"\}\s*;\s*\{")
-_DIGITS = re.compile(r"\d+")
 _ARG_KEYS = ("arguments", "action_input", "args", "parameters", "input", "kwargs")
 # A payload shown when it does not parse, cut from redacted text (a decoded key may cross the cut).
 _shown = partial(clip, limit=500)
@@ -78,20 +80,6 @@ def _call(name: Any, arguments: Any, error: str | None) -> dict[str, str | None]
 
 def _json_error(exc: json.JSONDecodeError) -> str:
     return f"not valid JSON: {exc.msg} (char {exc.pos})"
-
-
-def _loads(text: str) -> Any:
-    """json.loads as the harness runs it, every failure a JSONDecodeError: an integer longer
-    than Python reads (sys.int_max_str_digits) fails the harness's parse just the same."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except ValueError as exc:  # the integer digit limit
-        limit = sys.get_int_max_str_digits()
-        # Each run of digits once (a counted repeat would rescan every shorter run).
-        at = next((m.start() for m in _DIGITS.finditer(text) if len(m.group()) > limit), 0)
-        raise json.JSONDecodeError(str(exc).split(";")[0], text, at) from None
 
 
 def _name_hint(text: str) -> str | None:

@@ -182,7 +182,7 @@ def _head(path: Path, damage: list[str]) -> bytes:
     lead of any length are still found)."""
     head = files.head(path)
     text = head.decode("utf-8", errors="replace")
-    if text.lstrip("\ufeff")[:1] not in ("{", "["):
+    if text.lstrip("\ufeff")[:1] != "{":
         return head
     known = len(damage)
     try:

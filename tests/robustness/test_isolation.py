@@ -14,6 +14,7 @@ import json
 import signal
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import duckdb
 import polars as pl
@@ -25,11 +26,12 @@ import forensics
 from forensics import pipeline
 from forensics.check import engine, textcalls
 from forensics.config import Settings
-from forensics.ingest import detect
-from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest import detect, ingest
+from forensics.ingest.parse import embedded, files, jsonwalk
+from forensics.ingest.parse.apicommon import count_of
 
 from conftest import DATA, SAMPLES, run_cli
-from hostile import HUGE_DIGITS, SEEDS
+from hostile import HUGE_DIGITS, SEEDS, dumps, replaced
 
 CAPTURE = DATA / "capture" / "vllm_agent_loop.jsonl"
 EVAL = DATA / "agents" / "inspect" / "log_formats.eval"
@@ -41,6 +43,14 @@ PROPERTY = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+
+
+def _read(paths: list[str]) -> SimpleNamespace:
+    """What ingest makes of the paths, as polars frames: the promises of this file are the
+    reader's (the rules and the diagnosis, which a scan adds, read the same tables)."""
+    got = ingest(paths)
+    frames = {k: pl.from_arrow(getattr(got, k)) for k in ("turns", "trajectories", "rejects")}
+    return SimpleNamespace(**frames, files=got.files)
 
 
 def _results(content: str) -> list[dict]:
@@ -83,7 +93,8 @@ def test_a_text_call_with_an_integer_python_can_not_read_does_not_parse():
     found = textcalls.parse('Action:\n{"name": "f", "arguments": {"n": ' + HUGE_DIGITS + "}}")
     assert found is not None
     (call,) = found[1]
-    assert call["name"] == "f" and call["error"].startswith("not valid JSON: Exceeds the limit")
+    assert call["name"] == "f"
+    assert call["error"].startswith("not valid JSON: an integer of 5,000 digits")
 
 
 def test_a_text_call_parser_failure_is_that_turns_reject(tmp_path, monkeypatch):
@@ -123,7 +134,7 @@ def test_a_detection_failure_is_that_files_reject(tmp_path, monkeypatch):
         return skip(text)
 
     monkeypatch.setattr(jsonwalk, "skip_broken_lead", failing)
-    result = forensics.scan([str(tmp_path)])
+    result = _read([str(tmp_path)])
     by_name = {Path(f.path).name: f for f in result.files}
     assert by_name["a.jsonl"].format == "api_capture" and by_name["a.jsonl"].records > 0
     assert by_name["b.jsonl"].format is None
@@ -139,9 +150,9 @@ def test_an_oversized_integer_under_a_broken_first_line_is_read_past(tmp_path):
     path.write_text("\n".join(["garbage", '{"x": ' + HUGE_DIGITS + "}", *lines]) + "\n")
     code, _out, err = run_cli("scan", str(path), "--no-report")
     assert code in (0, 1), err
-    result = forensics.scan([str(path)])
+    result = _read([str(path)])
     assert [f.format for f in result.files] == ["api_capture"]
-    assert result.turns.height == forensics.scan([str(CAPTURE)]).turns.height
+    assert result.turns.height == _read([str(CAPTURE)]).turns.height
     assert result.rejects["source_line"].to_list() == [1, 2]
     assert "5,000 digits" in result.rejects["reason"][1]
 
@@ -158,8 +169,8 @@ def test_jsonl_past_any_number_of_broken_leading_lines(tmp_path, broken):
     lead = ['{"request": {"model": "cut ' + str(i) + " " + "x" * 30 for i in range(broken)]
     path = tmp_path / "capture.jsonl"
     path.write_text("\n".join(lead + lines) + "\n")
-    result = forensics.scan([str(path)])
-    clean = forensics.scan([str(CAPTURE)])
+    result = _read([str(path)])
+    clean = _read([str(CAPTURE)])
     assert [f.format for f in result.files] == ["api_capture"]
     assert result.turns.height == clean.turns.height
     assert result.rejects["source_line"].to_list() == list(range(1, broken + 1))
@@ -172,6 +183,8 @@ def test_jsonl_past_any_number_of_broken_leading_lines(tmp_path, broken):
         ('{"a": 1,\n  "b": [\n    1\n  ]\n}\n', False),  # pretty-printed
         ("{\n", False),
         ('[{"a": 1},\n {"b": 2}]\n', False),
+        ('[\n{"a": 1},\n{"b": 2}\n]\n', False),  # an array, one element per line
+        ("[\n" + '{"a": 1},\n' * 30 + '{"b": 2}\n]\n', False),
         ('{"cut": "x\n{"cut": "y\n{"a": 1}\n', True),  # broken lead, then a record
         ('Traceback (most recent call last):\n  File "x.py"\n{"a": 1}\n', True),
         ('{"a": 1, "n": ' + HUGE_DIGITS + "}\n", True),  # a line Python can not read
@@ -225,10 +238,69 @@ def test_an_oversized_integer_rejects_a_record_not_the_reader(tmp_path, label, n
         pytest.skip("no integer in this seed")
     path = tmp_path / SEEDS[label].name
     path.write_bytes(mutated)
-    result = forensics.scan([str(path)])
+    result = _read([str(path)])
     reasons = result.rejects["reason"].to_list()
     assert not [r for r in reasons if "reader failed" in r or BUG in r], reasons
     assert not [r for r in reasons if "no recognizable records" in r], reasons
+
+
+@pytest.mark.parametrize(
+    ("label", "line", "where", "value"),
+    [
+        # what benchmarks/fuzz.py-style field mutations found on main: "the reader failed on
+        # it (TypeError: 'int' object is not iterable); this is a bug in forensics"
+        ("capture_batch", 6, ("body", "messages"), 2**70),
+        ("capture_bodies", None, (0, "output", 0, "summary"), float("inf")),
+        ("gemini_rest", None, ("candidates", 0, "content", "parts"), 2**70),
+        ("litellm", 2, ("messages", 1, "content"), -1),
+        # an integer beyond a float's range (400 digits: JSON, within Python's digit limit)
+        ("tau_bench_results", None, (0, "reward"), 10**400),
+        ("atropos", 0, ("scores", 0), -(10**400)),
+        # a list or an object where OTLP has a string: "unhashable type" in a lookup
+        (
+            "otlp_document",
+            None,
+            ("resourceSpans", 0, "scopeSpans", 0, "spans", 0, "status", "code"),
+            [1],
+        ),
+        (
+            "otlp_jsonl",
+            0,
+            (
+                "resourceSpans",
+                0,
+                "scopeSpans",
+                0,
+                "spans",
+                0,
+                "attributes",
+                0,
+                "value",
+                "stringValue",
+            ),
+            {},
+        ),
+        ("otlp_logs", 0, ("resourceLogs", 0, "scopeLogs", 0, "logRecords", 1, "eventName"), [1]),
+    ],
+)
+def test_a_value_of_the_wrong_kind_is_no_bug_in_forensics(tmp_path, label, line, where, value):
+    raw = SEEDS[label].read_text()
+    if line is None:
+        text = dumps(replaced(json.loads(raw), where, value))
+    else:
+        lines = raw.split("\n")
+        lines[line] = dumps(replaced(json.loads(lines[line]), where, value))
+        text = "\n".join(lines)
+    path = tmp_path / SEEDS[label].name
+    path.write_text(text)
+    reasons = _read([str(path)]).rejects["reason"].to_list()
+    assert not [r for r in reasons if BUG in r or "reader failed" in r], reasons
+
+
+@pytest.mark.parametrize("text", ["²", "١٢٣", "9" * 5000, "12x"])
+def test_a_count_written_as_text_takes_ascii_digits_only(text):
+    assert count_of(text) is None
+    assert count_of("0042") == 42 and count_of("9" * 19, digits=19) == int("9" * 19)
 
 
 def test_an_oversized_integer_in_one_array_element_loses_that_element(tmp_path):
@@ -236,7 +308,7 @@ def test_an_oversized_integer_in_one_array_element_loses_that_element(tmp_path):
     records[1]["reward"] = "@@huge@@"  # the second record's reward: 5,000 digits
     path = tmp_path / "results.json"
     path.write_text(json.dumps(records, indent=2).replace('"@@huge@@"', HUGE_DIGITS))
-    result = forensics.scan([str(path)])
+    result = _read([str(path)])
     assert result.trajectories.height == len(records) - 1
     (reject,) = result.rejects.rows(named=True)
     assert reject["json_path"] == "$[1]"
@@ -259,8 +331,8 @@ def test_a_member_name_that_is_not_utf8_loses_that_member_only(tmp_path):
     path.write_bytes(out.getvalue().replace(name, name.replace("é".encode(), b"\xff\xfe")))
     with pytest.raises(UnicodeDecodeError):
         zipfile.ZipFile(path)
-    result = forensics.scan([str(path)])
-    assert result.turns.height == forensics.scan([str(EVAL)]).turns.height
+    result = _read([str(path)])
+    assert result.turns.height == _read([str(EVAL)]).turns.height
     (reject,) = result.rejects.rows(named=True)
     assert reject["source_path"] == f"{path}!samples/2_epoch_\ufffd\ufffd.json"
     assert reject["reason"] == "member name is not the UTF-8 its entry says: not read"
@@ -276,17 +348,37 @@ def test_a_message_line_cut_in_half_is_a_reject(tmp_path):
     lines[at] = lines[at][: len(lines[at]) // 2]
     path = tmp_path / "output2.txt"
     path.write_text("\n".join(lines))
-    result = forensics.scan([str(path)])
-    assert result.turns.height == forensics.scan([str(SAMPLES / "output2.txt")]).turns.height - 1
+    result = _read([str(path)])
+    assert result.turns.height == _read([str(SAMPLES / "output2.txt")]).turns.height - 1
     (reject,) = result.rejects.rows(named=True)
     assert reject["source_line"] == at + 1
     assert reject["reason"] == "message cut short: a string in it does not close on its line"
 
 
+@pytest.mark.parametrize(
+    ("line", "cut"),
+    [
+        ('{"role": "user", "content": "Sure, my na', True),
+        ("{'content': 'Thank you, Mei. I ha", True),
+        ('  {"content": null, "role": "assistant", "tool_calls": [{"function": {"argum', True),
+        # a record of another kind cut short, or a message quoted after other text: no
+        # message line, no reject (the text scanner reads any text)
+        ('{"candidates": [{"content": {"parts": [{"text": "Sure, the ref', False),
+        ('{"content": {"parts": [{"text": "Sure, the ref', False),
+        ('INFO user said {"role": "user", "content": "Sure, my na', False),
+    ],
+)
+def test_only_a_line_that_starts_like_a_message_is_a_cut_message(line, cut):
+    (found,) = list(embedded.scan(iter([(1, line)])))
+    errors = [f.error for f in found.objects if f.error is not None]
+    said = "message cut short: a string in it does not close on its line"
+    assert errors == ([said] if cut else [])
+
+
 def test_an_episode_the_log_ends_inside_is_noted_and_a_whole_log_is_not(tmp_path):
     path = tmp_path / "output2.txt"
     path.write_bytes((SAMPLES / "output2.txt").read_bytes()[:30_000])
-    result = forensics.scan([str(path)])
+    result = _read([str(path)])
     running = next(i for i, line in enumerate(_log_lines(), 1) if line == "Running task 12")
     said = (
         f"the log ends before the result line of task 12 (started on line {running}): cut "
@@ -306,7 +398,7 @@ def test_an_episode_the_log_ends_inside_is_noted_and_a_whole_log_is_not(tmp_path
     assert [f.note for f in result.files] == [said]
     _code, out, _err = run_cli("scan", str(path), "--no-report")
     assert f"note: {path}: {said}" in out
-    whole = forensics.scan([str(SAMPLES / "output2.txt")])
+    whole = _read([str(SAMPLES / "output2.txt")])
     assert whole.trajectories["ingest_note"].null_count() == whole.trajectories.height
     assert [f.note for f in whole.files] == [None]
 
@@ -404,7 +496,7 @@ def test_any_broken_lead_keeps_every_record_after_it(tmp_path_factory, lead):
     records = CAPTURE.read_text().splitlines()
     path = tmp_path_factory.mktemp("lead") / "capture.jsonl"
     path.write_text("\n".join([*lead, *records]) + "\n")
-    result = forensics.scan([str(path)])
+    result = _read([str(path)])
     assert [f.format for f in result.files] == ["api_capture"]
     assert result.turns.height == _clean_turns()
     assert result.rejects["source_line"].to_list() == list(range(1, len(lead) + 1))
@@ -415,7 +507,7 @@ _CLEAN: list[int] = []
 
 def _clean_turns() -> int:
     if not _CLEAN:
-        _CLEAN.append(forensics.scan([str(CAPTURE)]).turns.height)
+        _CLEAN.append(_read([str(CAPTURE)]).turns.height)
     return _CLEAN[0]
 
 
@@ -432,7 +524,7 @@ def test_an_oversized_integer_in_any_object_of_a_line_costs_that_line(tmp_path_f
     records[i] = records[i][:k] + member + records[i][k:]
     path = tmp_path_factory.mktemp("int") / "capture.jsonl"
     path.write_text("\n".join(records) + "\n")
-    result = forensics.scan([str(path)])
+    result = _read([str(path)])
     assert result.rejects["source_line"].to_list() == [i + 1]
     assert "5,000 digits" in result.rejects["reason"][0]
 

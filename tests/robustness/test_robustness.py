@@ -27,6 +27,7 @@ from forensics.ingest.parse import files
 from conftest import run_cli
 from hostile import (
     ARRAY_FORMATS,
+    BUG,
     CASSETTE_FORMATS,
     LINE_FORMATS,
     SECRETS,
@@ -124,6 +125,8 @@ def test_mutated_input_scans_without_abort_or_silent_loss(fmt, data, tmp_path_fa
     assert (out / "report.html").stat().st_size > 0
     # Nothing lost, in the tables this scan wrote (the same pipeline as forensics.scan).
     assert unaccounted(path, fmt, written(work / "tables", report)) == []
+    # A hostile input is the input's fault: no reject blames a bug in forensics.
+    assert not [r["reason"] for r in report["rejects"] if BUG in r["reason"]]
 
 
 def test_an_empty_file_of_every_format_is_a_reject(tmp_path):

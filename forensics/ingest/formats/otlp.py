@@ -151,7 +151,7 @@ def _status_error(status: Any) -> str | None:
     if not isinstance(status, dict):
         return None
     code = status.get("code", status.get("status_code"))
-    if code not in _ERROR_STATUS:
+    if not isinstance(code, int | str) or code not in _ERROR_STATUS:  # a list hashes not
         return None
     message = status.get("message", status.get("description"))
     return str(message) if message else "span status ERROR"
@@ -381,6 +381,7 @@ def _attribute_events(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, 
         if not isinstance(event, dict):
             continue
         name = event.get("event.name")
+        name = name if isinstance(name, str) else None
         body = {k: v for k, v in event.items() if k != "event.name"}
         if name == "gen_ai.choice":
             message = got if isinstance(got := body.get("message"), dict) else {}
@@ -463,7 +464,8 @@ def _vercel_messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, A
 
 def is_llm_call(span: Span) -> bool:
     a = span.attributes
-    if a.get("gen_ai.operation.name") in _LLM_OPERATIONS:
+    operation = a.get("gen_ai.operation.name")
+    if isinstance(operation, str) and operation in _LLM_OPERATIONS:
         return True
     if a.get("openinference.span.kind") == "LLM":
         return True
@@ -607,6 +609,7 @@ def _log_events(
                     continue
                 attrs = _attributes(lr.get("attributes"))
                 name = lr.get("eventName", lr.get("event_name")) or attrs.get("event.name")
+                name = name if isinstance(name, str) else None  # a list is no event name
                 trace = _hex_id(lr.get("traceId", lr.get("trace_id", "")))
                 span = _hex_id(lr.get("spanId", lr.get("span_id", "")))
                 if name not in _EVENT_ROLES and name != "gen_ai.choice":

@@ -33,8 +33,9 @@ _STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+('?)|"[^"\\]*+(?:\\.[^"\\]*+)*+
 # An object starts with `{` followed by a key quote, an empty body or the end of the line
 # (pretty-printed). This keeps `{name}` placeholders in prose from being taken for data.
 _START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
-# How a printed message record starts (json.dumps or repr of a chat message dict).
-_MESSAGE_START = re.compile(r"""\{\s*["'](?:role|content)["']\s*:""")
+# How a line that prints a chat message starts (json.dumps or repr of the message dict): its
+# role or its text content first.
+_MESSAGE_START = re.compile(r"""\s*\{\s*["'](?:role|content)["']\s*:\s*(?:["']|null\b|None\b)""")
 _DECODER = json.JSONDecoder()
 
 
@@ -209,11 +210,11 @@ def scan(lines: Iterator[tuple[int, str | None]]) -> Iterator[Line]:
                 pos = end
                 continue
             if end == -2:
-                if _MESSAGE_START.match(text, start):
+                if not text[:start].strip() and _MESSAGE_START.match(text):
                     # A message line cut short (a string in it does not close on its line):
                     # a record lost, said so, not a stray brace in prose.
                     reason = "message cut short: a string in it does not close on its line"
-                    shown = clip(text[start:], 2000)
+                    shown = clip(text, 2000, start)  # a window: not the rest of its line
                     line.objects.append(Found(number, start, shown, None, reason, text))
                     break
                 pos = start + 1

@@ -238,11 +238,11 @@ def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = 
     """One JSON value per line: some line is a whole value of these kinds starting at column 0,
     and the file does not open as a pretty-printed document.
 
-    A pretty-printed document opens with a line that leaves a value open (a lone `{` or `[`
-    too) and indented lines after it; its complete inner values are indented. Any number of
-    broken lines may come before the first whole one (records cut by a crashed writer, a
-    traceback printed into the file): they are the reader's rejects, and they do not hide the
-    records after them.
+    A document opens an array on its first line (a lone `[`, or `[` and its first element), or
+    opens an object there with indented lines after it (pretty-printed: its complete inner
+    values are indented). Any number of broken lines may come before the first whole one
+    (records cut by a crashed writer, a traceback printed into the file): they are the
+    reader's rejects, and they do not hide the records after them.
     """
     first: str | None = None
     for _number, text in lines:
@@ -254,6 +254,8 @@ def is_jsonl(lines: Iterator[tuple[int, str | None]], kinds: tuple[type, ...] = 
             first = text.lstrip("\ufeff")
             if _whole(first, kinds):
                 return True
+            if first[:1] == "[":
+                return False  # an array opened: a document (one element per line, maybe)
             continue
         if _whole(text, kinds):
             return True
@@ -277,7 +279,8 @@ def skip_broken_lead(head: str) -> str:
     lead = [line for line in complete[:first] if line.strip()]
     if not lead:
         return head
-    if len(lead) > 1 and _opens_document(lead[0].lstrip("\ufeff"), lead[1]):
+    opening = lead[0].lstrip("\ufeff \t\r")
+    if opening[:1] == "[" or (len(lead) > 1 and _opens_document(opening, lead[1])):
         return head  # a document's body, whatever whole lines it holds further down
     # JSON lines, not a text log that quotes an object now and then (a tau-bench console log
     # prints every message as one, with its log lines between them): either whole lines
@@ -300,7 +303,7 @@ def past_broken_lead(head: str, lines: Iterator[tuple[int, str | None]], size: i
     complete = [line for line in head.split("\n")[:-1] if line.strip()]
     if len(complete) < 2 or _opens_document(complete[0].lstrip("\ufeff"), complete[1]):
         return None
-    if any(line[:1] not in ("{", "[") or _whole(line, (dict,)) for line in complete):
+    if any(line[:1] != "{" or _whole(line, (dict,)) for line in complete):
         return None
     found: list[str] = []
     held = 0
