@@ -389,15 +389,22 @@ def bomb(draw: st.DrawFn, raw: bytes) -> Attack:
     cassette = is_yaml_cassette(raw) or (
         isinstance(doc, dict) and {"interactions", "http_interactions"} & set(doc)
     )
-    if cassette and draw(st.booleans()):
+    loaded: Any = doc
+    if cassette and doc is None:
+        try:
+            loaded = yaml.load(raw, Loader=yaml.SafeLoader)
+        except yaml.YAMLError:  # secrets planted as text broke it: a gzip bomb instead
+            loaded = None
+    if cassette and isinstance(loaded, dict) and draw(st.booleans()):
         inner = gzip.compress(b'{"choices": []' + b" " * _BOMB_BYTES + b"}", 9, mtime=0)
         body = gzip.compress(inner, 9, mtime=0)
-        loaded = doc if doc is not None else yaml.load(raw, Loader=yaml.SafeLoader)
-        key = next(k for k in ("interactions", "http_interactions", "responses") if k in loaded)
-        items = loaded[key]
-        if items:
-            n = draw(st.integers(0, len(items) - 1))
-            response = items[n].get("response", items[n]) if key != "responses" else items[n]
+        keys = ("interactions", "http_interactions", "responses")
+        key = next((k for k in keys if k in loaded), None)
+        items = loaded.get(key) if key else None
+        if isinstance(items, list) and items:
+            item = items[draw(st.integers(0, len(items) - 1))]
+            nested = key != "responses" and isinstance(item, dict)
+            response = item.get("response", item) if nested else item
             if isinstance(response, dict):
                 if doc is not None:
                     response["body"] = {"base64_string": base64.b64encode(body).decode()}
