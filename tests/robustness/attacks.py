@@ -267,11 +267,12 @@ def secret_at(draw: st.DrawFn, raw: bytes) -> Attack:
         return Attack("secret", "\n".join(lines).encode(), secrets=[(shape, body)])
     # Where the excerpt ends: the secret starts `cut` characters before it, anywhere inside.
     cut = draw(st.integers(1, len(secret)))
-    start = max(0, EXCERPT - cut - draw(st.sampled_from([0, 0, 1, 2, 12, 40])))
+    start = max(0, EXCERPT - 1 - cut - draw(st.sampled_from([0, 0, 1, 2, 12, 40])))
     pad = line[:start] if len(line) >= start else line + "x" * (start - len(line))
     rest = line[start:] if len(line) >= start else ""
     broken = draw(st.sampled_from(["", "\x00", '"', "}", "{", "]"]))
-    lines[i] = pad + secret + " " + rest + broken
+    # A space before it: a key glued to the word before is not a token of its own.
+    lines[i] = pad + " " + secret + " " + rest + broken
     return Attack("secret", "\n".join(lines).encode(), secrets=[(shape, body)])
 
 
@@ -373,7 +374,8 @@ def bomb(draw: st.DrawFn, raw: bytes) -> Attack:
     gzipped twice."""
     flag = "--max-decompressed-mb"
     if raw.startswith(b"PK\x03\x04"):
-        name = draw(st.sampled_from(["samples/9_epoch_1.json", "logs/big.json", "header.json"]))
+        # A member the reader reads (a sample): one it skips costs nothing and says nothing.
+        name = draw(st.sampled_from(["samples/9_epoch_1.json", "samples/10_epoch_2.json"]))
         kind = draw(st.sampled_from(["deflate", "zstd", "zstd-lie"]))
         big = b'{"a": "' + b" " * _BOMB_BYTES + b'"}'
         if kind == "deflate":
