@@ -32,7 +32,7 @@ import re._parser as sre  # the standard parser of patterns: their literals, per
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -47,24 +47,34 @@ BOMB_BUDGET_MB = 2
 _BOMB_BYTES = 4 * BOMB_BUDGET_MB * 1024 * 1024
 
 
-@dataclass
 class Attack:
-    kind: str
-    data: bytes
-    # A file name prefix (bytes: it may not be UTF-8) to write the input under.
-    name: bytes = b""
-    # (shape, body) of secrets the input holds whole, however encoded: no output may hold the
-    # body or any 12 characters of it.
-    secrets: list[tuple[str, str]] = field(default_factory=list)
-    # A bomb: some reject must say this (the budget's flag); otherwise it was not bounded.
-    expect_reject: str | None = None
-    # Where the attack aims (a regex site: module.PATTERN), for the report of a failure.
-    target: str = ""
+    """An attacked input. Not a dataclass: hypothesis prints a failing draw field by field,
+    and a megabyte of it helps no one (see __repr__)."""
 
-    def __repr__(self) -> str:  # hypothesis prints a failing draw: not a megabyte of it
-        head = self.data[:120]
+    def __init__(
+        self,
+        kind: str,
+        data: bytes,
+        name: bytes = b"",
+        secrets: list[tuple[str, str]] | None = None,
+        expect_reject: str | None = None,
+        target: str = "",
+    ) -> None:
+        self.kind = kind
+        self.data = data
+        # A file name prefix (bytes: it may not be UTF-8) to write the input under.
+        self.name = name
+        # (shape, body) of secrets the input holds whole, however encoded: no output may hold
+        # the body or any 12 characters of it.
+        self.secrets = secrets or []
+        # A bomb: some reject must say this (the budget's flag); otherwise it was not bounded.
+        self.expect_reject = expect_reject
+        # Where the attack aims (a regex site: module.PATTERN), for the report of a failure.
+        self.target = target
+
+    def __repr__(self) -> str:
         return (
-            f"Attack({self.kind!r}, {len(self.data):,} bytes starting {head!r}, "
+            f"Attack({self.kind!r}, {len(self.data):,} bytes starting {self.data[:120]!r}, "
             f"name={self.name!r}, secrets={self.secrets!r}, target={self.target!r})"
         )
 
