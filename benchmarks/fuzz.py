@@ -168,7 +168,11 @@ def _intact_secrets(data: bytes) -> list[tuple[str, str]]:
     for shape, (secret, body) in SECRETS.items():
         token = r"(?:^|[^A-Za-z0-9])" + re.escape(secret) + r"(?=[^A-Za-z0-9]|$)"
         copies = len(re.findall(token, text))
-        if copies and copies == text.count(body):
+        # No piece of it elsewhere either: a copy the mutation cut in two leaves fragments
+        # that are no longer a secret, and the leak check looks for pieces of 12 characters.
+        width = min(12, len(body))
+        pieces = {body[i : i + width] for i in range(len(body) - width + 1)}
+        if copies and all(text.count(piece) == copies for piece in pieces):
             out.append((shape, body))
     return out
 

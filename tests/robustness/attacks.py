@@ -32,7 +32,7 @@ import re._parser as sre  # the standard parser of patterns: their literals, per
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -47,24 +47,34 @@ BOMB_BUDGET_MB = 2
 _BOMB_BYTES = 4 * BOMB_BUDGET_MB * 1024 * 1024
 
 
-@dataclass
 class Attack:
-    kind: str
-    data: bytes
-    # A file name prefix (bytes: it may not be UTF-8) to write the input under.
-    name: bytes = b""
-    # (shape, body) of secrets the input holds whole, however encoded: no output may hold the
-    # body or any 12 characters of it.
-    secrets: list[tuple[str, str]] = field(default_factory=list)
-    # A bomb: some reject must say this (the budget's flag); otherwise it was not bounded.
-    expect_reject: str | None = None
-    # Where the attack aims (a regex site: module.PATTERN), for the report of a failure.
-    target: str = ""
+    """An attacked input. Not a dataclass: hypothesis prints a failing draw field by field,
+    and a megabyte of it helps no one (see __repr__)."""
 
-    def __repr__(self) -> str:  # hypothesis prints a failing draw: not a megabyte of it
-        head = self.data[:120]
+    def __init__(
+        self,
+        kind: str,
+        data: bytes,
+        name: bytes = b"",
+        secrets: list[tuple[str, str]] | None = None,
+        expect_reject: str | None = None,
+        target: str = "",
+    ) -> None:
+        self.kind = kind
+        self.data = data
+        # A file name prefix (bytes: it may not be UTF-8) to write the input under.
+        self.name = name
+        # (shape, body) of secrets the input holds whole, however encoded: no output may hold
+        # the body or any 12 characters of it.
+        self.secrets = secrets or []
+        # A bomb: some reject must say this (the budget's flag); otherwise it was not bounded.
+        self.expect_reject = expect_reject
+        # Where the attack aims (a regex site: module.PATTERN), for the report of a failure.
+        self.target = target
+
+    def __repr__(self) -> str:
         return (
-            f"Attack({self.kind!r}, {len(self.data):,} bytes starting {head!r}, "
+            f"Attack({self.kind!r}, {len(self.data):,} bytes starting {self.data[:120]!r}, "
             f"name={self.name!r}, secrets={self.secrets!r}, target={self.target!r})"
         )
 
@@ -267,11 +277,12 @@ def secret_at(draw: st.DrawFn, raw: bytes) -> Attack:
         return Attack("secret", "\n".join(lines).encode(), secrets=[(shape, body)])
     # Where the excerpt ends: the secret starts `cut` characters before it, anywhere inside.
     cut = draw(st.integers(1, len(secret)))
-    start = max(0, EXCERPT - cut - draw(st.sampled_from([0, 0, 1, 2, 12, 40])))
+    start = max(0, EXCERPT - 1 - cut - draw(st.sampled_from([0, 0, 1, 2, 12, 40])))
     pad = line[:start] if len(line) >= start else line + "x" * (start - len(line))
     rest = line[start:] if len(line) >= start else ""
     broken = draw(st.sampled_from(["", "\x00", '"', "}", "{", "]"]))
-    lines[i] = pad + secret + " " + rest + broken
+    # A space before it: a key glued to the word before is not a token of its own.
+    lines[i] = pad + " " + secret + " " + rest + broken
     return Attack("secret", "\n".join(lines).encode(), secrets=[(shape, body)])
 
 
@@ -373,7 +384,8 @@ def bomb(draw: st.DrawFn, raw: bytes) -> Attack:
     gzipped twice."""
     flag = "--max-decompressed-mb"
     if raw.startswith(b"PK\x03\x04"):
-        name = draw(st.sampled_from(["samples/9_epoch_1.json", "logs/big.json", "header.json"]))
+        # A member the reader reads (a sample): one it skips costs nothing and says nothing.
+        name = draw(st.sampled_from(["samples/9_epoch_1.json", "samples/10_epoch_2.json"]))
         kind = draw(st.sampled_from(["deflate", "zstd", "zstd-lie"]))
         big = b'{"a": "' + b" " * _BOMB_BYTES + b'"}'
         if kind == "deflate":
@@ -389,15 +401,22 @@ def bomb(draw: st.DrawFn, raw: bytes) -> Attack:
     cassette = is_yaml_cassette(raw) or (
         isinstance(doc, dict) and {"interactions", "http_interactions"} & set(doc)
     )
-    if cassette and draw(st.booleans()):
+    loaded: Any = doc
+    if cassette and doc is None:
+        try:
+            loaded = yaml.load(raw, Loader=yaml.SafeLoader)
+        except yaml.YAMLError:  # secrets planted as text broke it: a gzip bomb instead
+            loaded = None
+    if cassette and isinstance(loaded, dict) and draw(st.booleans()):
         inner = gzip.compress(b'{"choices": []' + b" " * _BOMB_BYTES + b"}", 9, mtime=0)
         body = gzip.compress(inner, 9, mtime=0)
-        loaded = doc if doc is not None else yaml.load(raw, Loader=yaml.SafeLoader)
-        key = next(k for k in ("interactions", "http_interactions", "responses") if k in loaded)
-        items = loaded[key]
-        if items:
-            n = draw(st.integers(0, len(items) - 1))
-            response = items[n].get("response", items[n]) if key != "responses" else items[n]
+        keys = ("interactions", "http_interactions", "responses")
+        key = next((k for k in keys if k in loaded), None)
+        items = loaded.get(key) if key else None
+        if isinstance(items, list) and items:
+            item = items[draw(st.integers(0, len(items) - 1))]
+            nested = key != "responses" and isinstance(item, dict)
+            response = item.get("response", item) if nested else item
             if isinstance(response, dict):
                 if doc is not None:
                     response["body"] = {"base64_string": base64.b64encode(body).decode()}

@@ -128,6 +128,24 @@ def test_a_gzip_stream_past_the_budget_keeps_the_calls_read_before_it(tmp_path):
     ]
 
 
+def test_a_gzip_member_that_ends_on_an_output_step_is_not_read_for_ever(tmp_path):
+    """Members of a multi-member gzip inflate in steps of 1 MiB; one that ended exactly on a
+    step left a stale copy of the input after it in `unconsumed_tail`, which the reader fed
+    back to the finished member for ever (main never returned on this 40 KB file)."""
+    lines = CAPTURE.read_bytes().splitlines(keepends=True)
+    half = len(lines) // 2
+    packed = tmp_path / "capture.jsonl.gz"
+    packed.write_bytes(
+        gzip.compress(b"".join(lines[:half]), mtime=0)
+        + gzip.compress(b"\n" * (2 * MIB), mtime=0) * 2
+        + gzip.compress(b"".join(lines[half:]), mtime=0)
+    )
+    assert packed.stat().st_size < 40_000
+    result = scan([packed])
+    assert result.rejects.is_empty()
+    assert result.turns.height == scan([CAPTURE]).turns.height
+
+
 # --- YAML aliases: one budget per file, before any parse ---------------------------------------
 
 

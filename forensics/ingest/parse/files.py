@@ -159,9 +159,11 @@ class _Gunzip(io.RawIOBase):
 
     def _inflate_piece(self) -> bytes:
         inflater = self._inflater
-        if inflater.unconsumed_tail:
-            piece = inflater.unconsumed_tail
-        elif inflater.eof:  # a member ended: what follows is another member or the end
+        if inflater.eof:  # a member ended: what follows is another member or the end
+            # Checked before unconsumed_tail: a member that ends on the call whose output
+            # limit was reached leaves its leftover input in unused_data and a stale copy in
+            # unconsumed_tail, and feeding that tail to the finished inflater returned
+            # nothing, for ever (a gzip of members of 8 MiB each hung the scan).
             piece = inflater.unused_data or self._raw.read(self._PIECE)
             if not piece:
                 self._done = True
@@ -169,6 +171,8 @@ class _Gunzip(io.RawIOBase):
             if not piece.startswith(_GZIP_MAGIC[: len(piece)]):
                 raise _Damaged("data after the end of the gzip stream is not gzip")
             self._inflater = inflater = zlib.decompressobj(wbits=31)
+        elif inflater.unconsumed_tail:
+            piece = inflater.unconsumed_tail
         else:
             piece = self._raw.read(self._PIECE)
             if not piece:
