@@ -24,19 +24,27 @@ from forensics.commands.shared import config_options, fail, is_dash, rules_optio
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the comparison as Markdown here (- for stdout).",
 )
+@click.option(
+    "--by-run",
+    is_flag=True,
+    help="Split each RUN into the runs it holds (a folder of several models or settings): "
+    "one column per run.",
+)
 @rules_option
 @config_options
 def command(
     runs: tuple[str, ...],
     json_path: Path | None,
     md_path: Path | None,
+    by_run: bool,
     rules_dirs: tuple[Path, ...],
 ) -> None:
     """Compare two runs or more: for each cause, its rate in each run with a 95% Wilson
     interval, the reward it cost, and what changed from the first run.
 
     Each RUN is a --json result of `forensics scan` or scan input (a file, a folder, a glob);
-    the runs are the columns, in the order given, and the first is the reference.
+    the runs are the columns, in the order given, and the first is the reference. With
+    --by-run, each RUN is split into the runs it holds, one column each.
 
     Exit codes: 0 no run is worse than the first; 1 a cause appeared in a run, or its rate rose
     beyond the overlap of the two intervals; 2 usage or input error (fewer than two runs, a run
@@ -48,13 +56,19 @@ def command(
     from forensics.report.render import text
     from forensics.tools import compare
 
-    if len(runs) < 2:
-        fail("compare needs two runs or more (forensics scan shows one)")
+    if len(runs) < 2 and not by_run:
+        fail(
+            "compare needs two runs or more, not 1 (forensics scan shows one; --by-run splits "
+            "each input into the runs it holds)"
+        )
     if is_dash(json_path) and is_dash(md_path):
         fail("--json - and --md - both ask for stdout: give one of them a file")
     try:
         chosen = settings()
-        models = [(spec, compare.load_run(spec, list(rules_dirs), chosen)) for spec in runs]
+        models = []
+        for spec in runs:
+            model = compare.load_run(spec, list(rules_dirs), chosen)
+            models += [(spec, m) for m in (compare.by_run(model) if by_run else [model])]
         result = compare.compare(models)
     except (InputError, config.ConfigError, compare.CompareError) as exc:
         fail(str(exc))

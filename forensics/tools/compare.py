@@ -11,6 +11,10 @@ disappeared, rose or fell (the two intervals do not overlap: a conservative test
 (they overlap), or not rerun (every episode the cause touched in the reference is missing from
 the run: absence there proves nothing). A cause's fixes changed when both runs have it and
 their fix actions differ (a fix's `when` fact changed).
+
+by_run splits one scan into its runs (a results folder of several models or settings): each
+run's episodes, its share of every cause's episodes, its findings. The fixes are the scan's,
+proposed once for all its runs, so they never differ between the runs of one scan.
 """
 
 from __future__ import annotations
@@ -65,21 +69,50 @@ def _run(index: int, spec: str, model: Model) -> dict[str, Any]:
         for t in model.get("trajectories", [])
         if isinstance(t.get("reward"), int | float) and math.isfinite(t["reward"])
     ]
-    models = sorted(
-        {r["agent_model"] for r in model["summary"].get("runs", []) if r.get("agent_model")}
-    )
+    runs = model["summary"].get("runs", [])
     side = diff._side(model)
     return {
         "label": f"R{index}",
         "input": spec,
+        "run_ids": [r["run_id"] for r in runs],
         "trajectories": model["summary"]["trajectories"],
         "scored": len(rewards),
         "mean_reward": _mean(rewards),
         "findings": side["findings"],
         "rejects": side["rejects"],
         "rejected_files": side["rejected_files"],
-        "agent_models": models,
+        "agent_models": sorted({r["agent_model"] for r in runs if r.get("agent_model")}),
+        "variants": sorted({r["variant"] for r in runs if r.get("variant")}),
     }
+
+
+def by_run(model: Model) -> list[Model]:
+    """One scan's report model split into one per run (summary.runs, in the scan's order);
+    the model itself when it holds one run, or when its episodes are unknown."""
+    runs = model["summary"].get("runs") or []
+    if "trajectories" not in model or len(runs) < 2:
+        return [model]
+    out = []
+    for run in runs:
+        episodes = [t for t in model["trajectories"] if t["run_id"] == run["run_id"]]
+        ids = {t["trajectory_id"] for t in episodes}
+        causes = []
+        for cause in model["causes"]:
+            mine = [t for t in cause["trajectory_ids"] if t in ids]
+            if mine:
+                causes.append({**cause, "trajectories": len(mine), "trajectory_ids": mine})
+        sources = set(run.get("sources") or [])
+        out.append(
+            {
+                "summary": {**model["summary"], "trajectories": len(episodes), "runs": [run]},
+                "findings": [f for f in model["findings"] if f["trajectory_id"] in ids],
+                "trajectories": episodes,
+                "causes": causes,
+                # the rejects of the files the run was read from (a file of two runs: both)
+                "rejects": [r for r in model.get("rejects") or [] if r["path"] in sources],
+            }
+        )
+    return out
 
 
 def _cell(cause: dict[str, Any] | None, model: Model, n: int) -> dict[str, Any]:
@@ -122,7 +155,10 @@ def _episodes(model: Model) -> dict[str, fingerprint.Episode] | None:
 def compare(runs: Sequence[tuple[str, Model]]) -> dict[str, Any]:
     """The matrix of runs (in the order given; the first the reference) × causes."""
     if len(runs) < 2:
-        raise CompareError("compare needs two runs or more (forensics scan shows one)")
+        raise CompareError(
+            f"compare needs two runs or more, not {len(runs)} (forensics scan shows one; "
+            "--by-run splits each input into the runs it holds)"
+        )
     models = [m for _, m in runs]
     heads = [_run(i + 1, spec, m) for i, (spec, m) in enumerate(runs)]
     episodes = [_episodes(m) for m in models]
@@ -243,17 +279,24 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def _run_facts(r: dict[str, Any]) -> str:
+def _run_facts(r: dict[str, Any], shared: bool) -> str:
+    """A run's totals; shared: its input is another column's too (--by-run), so its run id
+    tells them apart."""
     n = r["trajectories"]
     parts = [f"{n} episode{'' if n == 1 else 's'}"]
     if r["mean_reward"] is not None:
         parts.append(f"mean reward {r['mean_reward']:.2f} ({r['scored']} scored)")
     parts.append(f"{r['findings']} finding{'' if r['findings'] == 1 else 's'}")
-    if r["agent_models"]:
-        parts.append(", ".join(r["agent_models"]))
+    if shared and r["run_ids"]:
+        parts.insert(0, f"run {', '.join(r['run_ids'])}")
+    parts += r["variants"] + r["agent_models"]
     if r["rejects"]:
         parts.append(f"{r['rejects']} rejected record{'' if r['rejects'] == 1 else 's'}")
     return ", ".join(parts)
+
+
+def _shared(runs: list[dict[str, Any]], run: dict[str, Any]) -> bool:
+    return sum(r["input"] == run["input"] for r in runs) > 1
 
 
 def _change_words(c: dict[str, Any]) -> str:
@@ -272,7 +315,7 @@ def render_text(d: dict[str, Any]) -> str:
     lines = [
         f"forensics: {len(runs)} runs compared, {d['reference']} the reference; rates are "
         "affected episodes with 95% Wilson intervals",
-        *(f"  {r['label']}  {r['input']}: {_run_facts(r)}" for r in runs),
+        *(f"  {r['label']}  {r['input']}: {_run_facts(r, _shared(runs, r))}" for r in runs),
     ]
     if d["episodes_in_every_run"] is not None:
         lines.append(f"episodes (task, trial) in every run: {d['episodes_in_every_run']}")
@@ -317,7 +360,8 @@ def render_md(d: dict[str, Any]) -> str:
         "touches, with its 95% Wilson interval.",
         "",
         *(
-            f"- **{r['label']}** {markdown.inline(r['input'])}: {markdown.inline(_run_facts(r))}"
+            f"- **{r['label']}** {markdown.inline(r['input'])}: "
+            f"{markdown.inline(_run_facts(r, _shared(runs, r)))}"
             for r in runs
         ),
     ]

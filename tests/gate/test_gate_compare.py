@@ -30,6 +30,7 @@ TOP_KEYS = [
 RUN_KEYS = [
     "label",
     "input",
+    "run_ids",
     "trajectories",
     "scored",
     "mean_reward",
@@ -37,6 +38,7 @@ RUN_KEYS = [
     "rejects",
     "rejected_files",
     "agent_models",
+    "variants",
 ]
 CELL_KEYS = [
     "affected",
@@ -140,6 +142,27 @@ def test_reference_is_the_first_run_and_absence_in_a_partial_rerun_is_not_rerun(
     ]
     assert d["worse"] is False
     assert "  R3  truncated-output: not rerun (3 -> 0 episodes, 100% -> 0%)" in out
+
+
+def test_by_run_splits_one_scan_into_its_runs(tmp_path):
+    """The console log holds two runs: the gpt-4.1-mini control and the Qwen3 run."""
+    code, out, _, d = run(tmp_path, "sample_logs/output2.txt", extra=("--by-run",))
+    assert code == 1
+    assert [(r["run_ids"], r["trajectories"], r["findings"]) for r in d["runs"]] == [
+        (["output2.txt#run1"], 1, 0),
+        (["output2.txt#run2"], 3, 44),
+    ]
+    cells = [(0, 1, [0.0, 0.7935], None), (3, 3, [0.4385, 1.0], "appeared")]
+    assert matrix(d) == [("truncated-output", cells), ("reasoning-in-content", cells)]
+    assert out.splitlines()[1:3] == [
+        "  R1  sample_logs/output2.txt: run output2.txt#run1, 1 episode, mean reward 1.00 "
+        "(1 scored), 0 findings, control, gpt-4.1-mini",
+        "  R2  sample_logs/output2.txt: run output2.txt#run2, 3 episodes, mean reward 0.00 "
+        "(3 scored), 44 findings, frustrated, Qwen/Qwen3-0.6B",
+    ]
+    # A scan of one run is one column: nothing to compare.
+    code, out, err = run_cli("compare", "--config", PINNED, "--by-run", CONTROL)
+    assert code == 2 and "compare needs two runs or more, not 1" in err
 
 
 def test_json_keys_are_stable(tmp_path):
