@@ -92,7 +92,7 @@ def by_run(model: Model) -> list[Model]:
     runs = model["summary"].get("runs") or []
     if "trajectories" not in model or len(runs) < 2:
         return [model]
-    out = []
+    out: list[Model] = []
     for run in runs:
         episodes = [t for t in model["trajectories"] if t["run_id"] == run["run_id"]]
         ids = {t["trajectory_id"] for t in episodes}
