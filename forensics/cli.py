@@ -17,6 +17,7 @@ from forensics import interrupts
 
 # command name -> its module (which defines `command`), in the order help lists them
 COMMANDS = {
+    "compare": "forensics.commands.compare",
     "diff": "forensics.commands.diff",
     "formats": "forensics.commands.formats",
     "query": "forensics.commands.query",
