@@ -18,6 +18,7 @@ from forensics import interrupts
 # command name -> its module (which defines `command`), in the order help lists them
 COMMANDS = {
     "diff": "forensics.commands.diff",
+    "eval": "forensics.commands.eval",
     "formats": "forensics.commands.formats",
     "query": "forensics.commands.query",
     "rules": "forensics.commands.rules",
