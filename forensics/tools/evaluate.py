@@ -846,7 +846,8 @@ def _figures(
                     fig.dropped[f"finding {d.verdict}"] += 1
                 continue
             correct = bool(mine) or (d is not None and d.verdict == "label-wrong")
-            cats = sorted({incidents[lid].category or "" for lid in mine}, key=_norm) or [home or ""]
+            cats = sorted({incidents[lid].category or "" for lid in mine}, key=_norm)
+            cats = cats or [home or ""]
             for c in (fig.overall[lv], fig.end_to_end[lv]):
                 c.findings += 1
                 c.correct += correct
@@ -1100,7 +1101,8 @@ def markdown(result: Result) -> str:
         f"## {title}: {s['labels']} labels in {s['files']} files",
         "",
         f"Crosswalk `{_crosswalk_shown(result.crosswalk.path)}`; tolerance "
-        f"±{result.tolerance} steps, ±{result.line_tolerance} lines; disputes applied: {len(result.disputes)}.",
+        f"±{result.tolerance} steps, ±{result.line_tolerance} lines; disputes applied: "
+        f"{len(result.disputes)}.",
         "",
         "| | exact | tolerant | trajectory |",
         "|---|---:|---:|---:|",
