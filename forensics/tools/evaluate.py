@@ -1044,9 +1044,10 @@ def text(result: Result) -> str:
                 f"end to end {_frac(e[lv].found, e[lv].labels)}"
             )
     fig = result.disputed
+    applied = " (disputes applied)" if result.disputes else ""
     out += [
         "",
-        "per category (disputes applied): n, then precision / recall exact, tolerant, trajectory",
+        f"per category{applied}: n, then precision/recall at exact, tolerant, trajectory",
     ]
     for name, covered, levels in _category_rows(result, fig):
         n = levels["exact"].labels
