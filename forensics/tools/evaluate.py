@@ -1126,6 +1126,9 @@ def markdown(result: Result) -> str:
     ]
     for name, covered, levels in _category_rows(result, fig):
         e, t, j = levels["exact"], levels["tolerant"], levels["trajectory"]
+        if covered == "none":
+            lines.append(f"| {name} | none | {e.labels} | not covered |  |  |  |  |")
+            continue
         lines.append(
             f"| {name} | {covered} | {e.labels} | {_r(e.precision)} | {_r(e.recall)} | "
             f"{_r(t.precision)} | {_r(t.recall)} | {_r(j.recall)} |"

@@ -523,3 +523,23 @@ def test_the_converter_command_writes_stable_jsonl(tmp_path, capsys):
     assert out.read_bytes() == first and first.count(b"\n") == 7
     assert pl.main(["whowhen", str(tmp_path / "nowhere")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_the_public_labels_benchmark_scores_a_tau2_copy(tmp_path, capsys):
+    """benchmarks/public_labels.py (the README table's maker): convert, scan, score."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "public_labels_bench", ROOT / "benchmarks" / "public_labels.py"
+    )
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["public_labels_bench"] = bench
+    spec.loader.exec_module(bench)
+    out = tmp_path / "figures.json"
+    assert bench.main(["--tau2", str(TAU2 / SUBSET6), "--json", str(out), "--markdown"]) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))[f"tau2:{SUBSET6}"]
+    exact = doc["raw"]["per_category"]["agent_error"]["exact"]
+    assert (exact["correct"], exact["findings"], exact["found"], exact["labels"]) == (5, 5, 5, 5)
+    assert "### `tau2:" in capsys.readouterr().out
