@@ -128,8 +128,13 @@ def command(
         labels_path=str(labels),
         missing_files=missing,
     )
-    doc = json.dumps(ev.as_json(result), indent=1, sort_keys=False) + "\n"
-    for path, body in ((json_path, doc), (md_path, ev.markdown(result))):
+    from forensics.report.render import safe
+
+    # labels, categories, notes and reasons are other people's text: no control character of
+    # theirs reaches a terminal or the Actions runner
+    doc = safe.json_visible(json.dumps(ev.as_json(result), indent=1, ensure_ascii=False)) + "\n"
+    md = safe.block(ev.markdown(result))
+    for path, body in ((json_path, doc), (md_path, md)):
         if path is None:
             continue
         if is_dash(path):
@@ -137,4 +142,4 @@ def command(
         else:
             write(path, body)
     out = sys.stderr if is_dash(json_path) or is_dash(md_path) else sys.stdout
-    click.echo(ev.text(result), file=out)
+    click.echo(safe.block(ev.text(result)), file=out)

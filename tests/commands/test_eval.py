@@ -543,3 +543,35 @@ def test_the_public_labels_benchmark_scores_a_tau2_copy(tmp_path, capsys):
     exact = doc["raw"]["per_category"]["agent_error"]["exact"]
     assert (exact["correct"], exact["findings"], exact["found"], exact["labels"]) == (5, 5, 5, 5)
     assert "### `tau2:" in capsys.readouterr().out
+
+
+def test_other_peoples_text_reaches_no_terminal_raw(tmp_path):
+    labels = _write(
+        tmp_path / "labels.jsonl",
+        [
+            {
+                "id": "x\x1b[31m",
+                "file": str(TAU2 / SUBSET6),
+                "trajectory": "6",
+                "category": "agent_error",
+            }
+        ],
+    )
+    disputes = _write(
+        tmp_path / "d.jsonl",
+        [{"label": "x\x1b[31m", "verdict": "tool-wrong", "reason": "::error::red\x1b[0m"}],
+    )
+    res = run(
+        "eval",
+        str(labels),
+        "--crosswalk",
+        "tau2-termination",
+        "--disputes",
+        str(disputes),
+        "--no-config",
+        "--json",
+        str(tmp_path / "e.json"),
+    )
+    assert res.exit_code == 0
+    assert "\x1b" not in res.output and "x\\x1b[31m: ::error::red\\x1b[0m" in res.output
+    assert "\x1b" not in (tmp_path / "e.json").read_text(encoding="utf-8")
