@@ -15,9 +15,10 @@ DATASET and SOURCE (a local copy of the dataset's repository; nothing is downloa
   github:JuneHou/CausalError: benchmarking/processed_annotations_{gaia,swe_bench}/X.json name
   errors by `category` and span id (`location`) of the trace benchmarking/data/{GAIA,SWE
   Bench}/X.json. A trace without errors gets a control line (attribution none).
-- `tau2`: one or more tau2-bench results files (a bare SimulationRun array or an object with
-  `simulations`), SOURCE a file or a directory: each simulation's `termination_reason` is its
-  label; a normal end with reward 1 also gets a control line.
+- `tau2`: one or more tau2-bench results files (a bare SimulationRun array, an object with
+  `simulations`, or one SimulationRun of a directory run), SOURCE a file or a directory:
+  each simulation's `termination_reason` is its label; a normal end with reward 1 also gets a
+  control line. A file of a directory that can not be read is skipped and named.
 
 The attributions come from the dataset's crosswalk (forensics/data/crosswalks/), the one file
 where each choice has its reason. Paths in the labels are relative to SOURCE (to a tau2 file's
@@ -167,13 +168,26 @@ def trail(root: Path, crosswalk: ev.Crosswalk) -> Iterator[dict[str, Any]]:
                 }
 
 
-def tau2(root: Path, crosswalk: ev.Crosswalk) -> Iterator[dict[str, Any]]:
+def tau2(
+    root: Path, crosswalk: ev.Crosswalk, skipped: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
     files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
     base = root if root.is_dir() else root.parent
     normal = {"user_stop", "agent_stop"}
     for path in files:
-        doc = _read_json(path)
+        try:
+            doc = _read_json(path)
+        except SourceError as exc:
+            if not root.is_dir():
+                raise
+            # a directory of runs may hold a file cut short or of another kind: it has no
+            # labels, and the caller is told (the scan rejects it the same way)
+            if skipped is not None:
+                skipped.append(str(exc))
+            continue
         sims = doc.get("simulations") if isinstance(doc, dict) else doc
+        if isinstance(doc, dict) and "termination_reason" in doc:
+            sims = [doc]  # one simulation a file (tau2's directory runs: simulations/ID.json)
         if not isinstance(sims, list):
             continue
         rel = path.relative_to(base).as_posix()
@@ -202,9 +216,14 @@ def tau2(root: Path, crosswalk: ev.Crosswalk) -> Iterator[dict[str, Any]]:
                 }
 
 
-def convert(dataset: str, source: Path, crosswalk: ev.Crosswalk | None = None
+def convert(
+    dataset: str,
+    source: Path,
+    crosswalk: ev.Crosswalk | None = None,
+    skipped: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The labels of one dataset copy, in a stable order (the converter's own)."""
+    """The labels of one dataset copy, in a stable order (the converter's own); `skipped`
+    collects the files of a directory that could not be read (tau2)."""
     if crosswalk is None:
         crosswalk = ev.load_crosswalk(ev.crosswalk_path(CROSSWALK[dataset]))
     if not source.exists():
@@ -214,7 +233,7 @@ def convert(dataset: str, source: Path, crosswalk: ev.Crosswalk | None = None
         "agentrx-magentic": lambda: agentrx(source, crosswalk, "magentic"),
         "whowhen": lambda: whowhen(source, crosswalk),
         "trail": lambda: trail(source, crosswalk),
-        "tau2": lambda: tau2(source, crosswalk),
+        "tau2": lambda: tau2(source, crosswalk, skipped),
     }[dataset]
     out = []
     for label in gen():
@@ -236,10 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         walk = ev.load_crosswalk(ev.crosswalk_path(args.crosswalk or CROSSWALK[args.dataset]))
-        labels = convert(args.dataset, args.source, walk)
+        skipped: list[str] = []
+        labels = convert(args.dataset, args.source, walk, skipped)
     except (SourceError, ev.EvalError) as exc:
         print(exc, file=sys.stderr)
         return 2
+    for reason in skipped:
+        print(f"skipped (no labels): {reason}", file=sys.stderr)
     text = "".join(json.dumps(lab, ensure_ascii=False) + "\n" for lab in labels)
     if args.output:
         args.output.write_text(text, encoding="utf-8")

@@ -575,3 +575,34 @@ def test_other_peoples_text_reaches_no_terminal_raw(tmp_path):
     assert res.exit_code == 0
     assert "\x1b" not in res.output and "x\\x1b[31m: ::error::red\\x1b[0m" in res.output
     assert "\x1b" not in (tmp_path / "e.json").read_text(encoding="utf-8")
+
+
+def test_tau2_directory_runs_and_unreadable_files(tmp_path):
+    """A directory: every results file and one-simulation file in it; a file cut short is
+    skipped and named, not fatal."""
+    _write_json(
+        tmp_path / "runs" / "sims" / "a.json",
+        {
+            "id": "a",
+            "task_id": "7",
+            "trial": 1,
+            "termination_reason": "max_steps",
+            "reward_info": {"reward": 0.0},
+        },
+    )
+    (tmp_path / "runs" / "cut.json").write_text('{"simulations": [', encoding="utf-8")
+    skipped: list[str] = []
+    got = pl.convert("tau2", tmp_path / "runs", skipped=skipped)
+    assert got == [
+        {
+            "id": "tau2/sims/a.json/7/1",
+            "file": "sims/a.json",
+            "trajectory": "7",
+            "trial": 1,
+            "category": "max_steps",
+            "note": "reward 0.0",
+        }
+    ]
+    assert len(skipped) == 1 and "cut.json" in skipped[0]
+    with pytest.raises(pl.SourceError, match=r"cut\.json"):
+        pl.convert("tau2", tmp_path / "runs" / "cut.json")
