@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -606,3 +607,58 @@ def test_tau2_directory_runs_and_unreadable_files(tmp_path):
     assert len(skipped) == 1 and "cut.json" in skipped[0]
     with pytest.raises(pl.SourceError, match=r"cut\.json"):
         pl.convert("tau2", tmp_path / "runs" / "cut.json")
+
+
+def test_a_line_inside_the_record_is_exact_in_a_scan_and_tolerant_from_a_report(tmp_path):
+    """Task 36's empty stop: its record starts at line 1493 (the finding's line); the labeller
+    quotes `"content": ""` on line 1495. A scan knows the record's extent, a saved report only
+    its first line (1495 is then 2 lines away: tolerant)."""
+    walk = ev.load_crosswalk(ROOT / "tests" / "data" / "eval" / "team-crosswalk.toml")
+    labels = ev.load_labels(
+        _write(
+            tmp_path / "l.jsonl",
+            [
+                {
+                    "file": SUBSET6,
+                    "trajectory": "36",
+                    "location": {"line": 1495},
+                    "category": "empty reply",
+                }
+            ],
+        ),
+        TAU2,
+    )
+    pack = ev.load_pack()
+    scanned = ev.scan_files(ev.files_named(labels))
+    (f,) = [f for f in scanned.findings if f.task_id == "36" and f.rule == "stop-no-tool-calls"]
+    assert f.line == 1493 and f.record is not None and f.record[0] == 1493 < 1495 < f.record[1]
+    by_scan = ev.evaluate(labels, scanned, walk, pack)
+    assert (by_scan.raw.overall["exact"].found, by_scan.raw.overall["exact"].labels) == (1, 1)
+    bare = ev.Observed(
+        [replace(g, record=None) for g in scanned.findings], scanned.trajectories, "report"
+    )
+    by_report = ev.evaluate(labels, bare, walk, pack)
+    assert by_report.raw.overall["exact"].found == 0
+    assert by_report.raw.overall["tolerant"].found == 1
+
+
+def test_span_paths_come_from_the_turns_a_span_reader_fills():
+    """A reader of span trees gives each turn its span_id (and parent_span_id, or a whole
+    span_path): a finding's ancestor chain is built from them, root first."""
+    import polars as pol
+
+    turns = pol.DataFrame(
+        {
+            "trajectory_id": ["t", "t", "t"],
+            "turn_index": [0, 1, 2],
+            "span_id": ["root", "agent", "llm"],
+            "parent_span_id": [None, "root", "agent"],
+            "step_index": [None, 4, 5],
+        }
+    )
+    extra = ev._span_columns(turns)
+    assert extra[("t", 2)] == (("root", "agent", "llm"), 5)
+    f = ev.Finding("1", "a", "r", "c", "t", None, None, 2, None, None, None, (), "m")
+    placed = ev._with_place(f, {}, extra)
+    assert placed.span_path == ("root", "agent", "llm") and placed.step == 5
+    assert ev._span_columns(turns.drop("span_id", "parent_span_id", "step_index")) == {}
