@@ -692,9 +692,22 @@ def evaluate(
     incidents = [lab for lab in labels if lab.category is not None]
     # the judged findings: in a labelled file, in a trajectory a label names (or any of a file
     # a label names whole)
+    by_file: dict[str, list[Label]] = defaultdict(list)
+    for lab in labels:
+        by_file[lab.file].append(lab)
     judged = sorted(
-        (f for f in observed.findings if any(same_trajectory(lab, f) for lab in labels)),
-        key=lambda f: (f.file, f.trajectory_id, f.turn_index or -1, f.rule, f.id),
+        (
+            f
+            for f in observed.findings
+            if any(same_trajectory(lab, f) for lab in by_file.get(f.file, ()))
+        ),
+        key=lambda f: (
+            f.file,
+            f.trajectory_id,
+            -1 if f.turn_index is None else f.turn_index,
+            f.rule,
+            f.id,
+        ),
     )
     pairs = _pairs(incidents, judged, crosswalk, pack, tolerance, line_tolerance)
     by_id = {lab.id: lab for lab in labels}
@@ -758,8 +771,11 @@ def _pairs(
 ) -> dict[str, set[tuple[str, str]]]:
     """(finding id, label id) at each level; a pair of a stricter level is in the looser ones."""
     pairs: dict[str, set[tuple[str, str]]] = {lv: set() for lv in LEVELS}
+    by_file: dict[str, list[Label]] = defaultdict(list)
+    for lab in incidents:
+        by_file[lab.file].append(lab)
     for f in judged:
-        for lab in incidents:
+        for lab in by_file.get(f.file, ()):
             if same_trajectory(lab, f) and right_kind(lab, f, crosswalk, pack):
                 level = place_level(lab, f, crosswalk, tolerance, line_tolerance)
                 for lv in LEVELS[level:]:
