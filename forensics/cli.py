@@ -19,6 +19,7 @@ from forensics import interrupts
 COMMANDS = {
     "compare": "forensics.commands.compare",
     "diff": "forensics.commands.diff",
+    "eval": "forensics.commands.eval",
     "formats": "forensics.commands.formats",
     "query": "forensics.commands.query",
     "rules": "forensics.commands.rules",
