@@ -423,7 +423,7 @@ SPECS = (
         columns=frozenset(
             {"content", "reasoning", "tool_calls", "finish_reason", "finish_reason_raw"}
             | {"input_tokens", "output_tokens", "reasoning_tokens", "max_output_tokens"}
-            | {"tools_attached", "model", "endpoint", "http_status", "error"}
+            | {"tools_attached", "model", "endpoint", "http_status", "error", "span_id"}
         ),
         benchmark=False,
         artifact="traces",
