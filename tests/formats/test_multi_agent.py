@@ -26,7 +26,9 @@ def scan(path) -> forensics.ScanResult:
 
 def speakers(path) -> list[tuple[int, str, str, str | None, int]]:
     rows = scan(path).turns.to_dicts()
-    return [(r["turn_index"], r["role"], r["actor"], r["agent_name"], r["source_line"]) for r in rows]
+    return [
+        (r["turn_index"], r["role"], r["actor"], r["agent_name"], r["source_line"]) for r in rows
+    ]
 
 
 @pytest.mark.parametrize("path", [AG2, MAGENTIC, AGENTRX], ids=lambda p: p.stem)
