@@ -45,11 +45,12 @@ def test_detected_read_whole_and_clean(path):
 
 
 def test_an_ag2_group_chat_keeps_each_experts_name_and_the_executor_is_the_environment():
+    # The executor reports what the experts' code did, as AG2 sends it: a user message.
     assert speakers(AG2) == [
         (0, "assistant", "agent", "Excel_Expert", 8),
-        (1, "tool", "env", "Computer_terminal", 13),
+        (1, "user", "env", "Computer_terminal", 13),
         (2, "assistant", "agent", "BusinessLogic_Expert", 18),
-        (3, "tool", "env", "Computer_terminal", 23),
+        (3, "user", "env", "Computer_terminal", 23),
         (4, "assistant", "agent", "DataVerification_Expert", 28),
         (5, "assistant", "agent", "DataVerification_Expert", 33),
     ]
@@ -57,7 +58,7 @@ def test_an_ag2_group_chat_keeps_each_experts_name_and_the_executor_is_the_envir
     # Who&When names the question; is_correct: false is the run's reward.
     assert (traj["task_id"], traj["reward"]) == ("4d51c4bf-4b0e-4f3d-897b-3f6687a7d9f2", 0.0)
     executor = scan(AG2).turns.row(1, named=True)
-    assert executor["tool_name"] == "Computer_terminal"
+    assert executor["content"].startswith("exitcode: 0 (execution succeeded)\nCode output:")
 
 
 def test_a_magentic_one_log_keeps_the_speaker_as_written_at_the_labelled_step():
@@ -72,7 +73,9 @@ def test_a_magentic_one_log_keeps_the_speaker_as_written_at_the_labelled_step():
     # Who&When labels this run mistake_agent WebSurfer, mistake_step "12": turn 12.
     label = json.loads(MAGENTIC.read_text())
     assert (label["mistake_agent"], label["mistake_step"]) == ("WebSurfer", "12")
-    assert rows[12] == (12, "assistant", "agent", "WebSurfer", 51)
+    # WebSurfer's messages are what its browser did and showed: the environment's.
+    assert rows[12] == (12, "user", "env", "WebSurfer", 51)
+    assert rows[12 - 1] == (11, "assistant", "agent", "Orchestrator (thought)", 47)
     assert scan(MAGENTIC).trajectories["reward"].to_list() == [None]  # no is_correct key
 
 
@@ -86,7 +89,7 @@ def test_agentrx_bare_array_and_its_labelled_system_failure_step():
         "WebSurfer",
     }
     # AgentRx's ground truth: step_number 17 (1-based), failed_agent WebSurfer, System Failure.
-    assert rows[17 - 1] == (16, "assistant", "agent", "WebSurfer", 66)
+    assert rows[17 - 1] == (16, "user", "env", "WebSurfer", 66)
     assert scan(AGENTRX).trajectories["task_id"].to_list() == ["agentrx_magentic_f88066d2"]
 
 

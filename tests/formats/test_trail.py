@@ -85,7 +85,11 @@ def test_a_failed_tool_is_an_env_turn_at_its_span_with_the_exception():
     # What the agent was shown next: the observation replayed in the next call's input, at the
     # span TRAIL labels (d66194ef5db1af69: "Environment Setup Errors").
     shown = result.turns.filter(result.turns["span_id"] == "d66194ef5db1af69")
-    assert shown["role"].to_list() == ["tool", "assistant"]
+    # smolagents sends an observation to the model as a user message: the environment's.
+    assert list(zip(shown["role"], shown["actor"], strict=True)) == [
+        ("user", "env"),
+        ("assistant", "agent"),
+    ]
     assert shown["content"][0].startswith("Call id: call_2\nError:\nCode execution failed")
     # One smolagents tool-call message re-renders an earlier output: not a turn again.
     note = next(f.note for f in result.files)
@@ -100,7 +104,8 @@ def test_a_rate_limited_call_is_its_turn_with_the_error_and_the_run_failed():
     assert [r["span_id"] for r in rows] == ["6bbe5f907cf89ced"] * 3 + ["61c56440907bf40a"] * 14
     # Step 8's call replays the history of the dropped steps 2-7; the output of step 1 that
     # it replays with smolagents' `<end_code>` appended is not read twice.
-    assert [r["role"] for r in rows[2:6]] == ["assistant", "tool", "assistant", "tool"]
+    assert [r["role"] for r in rows[2:6]] == ["assistant", "user", "assistant", "user"]
+    assert rows[3]["actor"] == "env" and rows[3]["content"].startswith("Call id: call_1\n")
     failed = rows[-1]
     assert (failed["role"], failed["content"], failed["model"]) == ("assistant", None, None)
     assert failed["error"].startswith("RateLimitError: litellm.RateLimitError: AnthropicException")

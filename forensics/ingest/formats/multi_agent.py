@@ -19,9 +19,12 @@ AgentRx keeps the Magentic-One histories as bare arrays of the same messages.
 One file is one trajectory (task id: `question_ID`, else the file name) and each history entry
 exactly one turn, so `turn_index` is the entry's 0-based index in `history` (Who&When's
 `mistake_step`; AgentRx's 1-based `step_number` is `turn_index + 1`). The speaker is kept as it
-was written in `agent_name`. Roles: the task (`human`) is user (actor user_sim), a code executor
-(`Computer_terminal`, `ComputerTerminal`) speaks tool results (role tool, actor env), every other
-agent is assistant (actor agent). The labels (mistake agent, step, reason) are not read: they
+was written in `agent_name`. Roles: the task (`human`) is user (actor user_sim); the agents
+whose messages their code writes are the environment (role user, as AG2 and Magentic-One
+deliver them, actor env): the code executors (`Computer_terminal`, `ComputerTerminal`) and
+Magentic-One's WebSurfer and FileSurfer (the action taken and the page or file shown); every
+other agent (AG2's experts, Magentic-One's Orchestrator and Assistant) is assistant (actor
+agent). The labels (mistake agent, step, reason) are not read: they
 are what an evaluation scores against; `is_correct` is the reward (1 or 0).
 """
 
@@ -48,8 +51,12 @@ _ARRAY_HEAD = linear.compile(r'\A\[\s*\{\s*"(?:content|role)"\s*:')
 # action, observation).
 _FOREIGN = frozenset({"agent", "message_type", "source", "action", "observation"})
 _TASK_SPEAKERS = frozenset({"human"})
-# Code executors: what they say is the output of code another agent wrote.
-_EXECUTORS = frozenset({"Computer_terminal", "ComputerTerminal"})
+# Agents whose messages their code writes, not a model: the code executors report what code
+# another agent wrote did (AG2's executor is a UserProxyAgent, its output a user message; an
+# exception there is that agent's program's, not a tool's own), Magentic-One's WebSurfer and
+# FileSurfer report the action their model picked and the page or file it showed ("I clicked
+# 'Calendar'.", the viewport's text). They are the environment speaking.
+_ENVIRONMENT = frozenset({"Computer_terminal", "ComputerTerminal", "WebSurfer", "FileSurfer"})
 
 
 def sniff(head: str) -> str | None:
@@ -90,8 +97,8 @@ def _turn(item: dict[str, Any], named: bool) -> tuple[dict[str, Any], dict[str, 
     speaker = _speaker(item, named)
     if not named and speaker in _TASK_SPEAKERS:
         role, actor = "user", "user_sim"
-    elif speaker in _EXECUTORS:
-        role, actor = "tool", "env"
+    elif speaker in _ENVIRONMENT:
+        role, actor = "user", "env"
     elif speaker is None:
         role, actor = None, "unknown"
     else:
@@ -99,10 +106,7 @@ def _turn(item: dict[str, Any], named: bool) -> tuple[dict[str, Any], dict[str, 
     msg = {"role": role, "content": text_of(item.get("content"))}
     if isinstance(item.get("tool_calls"), list):
         msg["tool_calls"] = item["tool_calls"]
-    fields: dict[str, Any] = {"actor": actor, "agent_name": speaker}
-    if role == "tool":
-        fields["tool_name"] = speaker
-    return msg, fields
+    return msg, {"actor": actor, "agent_name": speaker}
 
 
 def ingest(path: Path, collector: Collector) -> int:
@@ -182,7 +186,7 @@ SPECS = (
         sniff=sniff,
         ingest=ingest,
         priority=520,
-        columns=frozenset({"content", "agent_name", "tool_name"}),
+        columns=frozenset({"content", "agent_name"}),
         benchmark=True,
         artifact="histories",
         rerun=None,

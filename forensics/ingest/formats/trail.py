@@ -19,7 +19,8 @@ of its span's `span_id` and with that `span_id`, so a label that names a span fi
   replays the agent's memory: system prompt, task, plans, observations) and then its output,
   with the call's model, token counts, `max_completion_tokens` cap and, when the span failed,
   its status message as the turn's error (a call that failed without output is still its
-  turn); smolagents' `tool-response` messages are tool results (actor env), its `tool-call`
+  turn); smolagents' `tool-response` messages are observations, user messages as smolagents
+  sends them to the model (actor env), its `tool-call`
   messages re-render an earlier output's action and are not repeated;
 - a TOOL span is a tool result (actor env): `output.value`, `tool.name`, and when the tool
   raised, the status message (or its exception event) as the error;
@@ -48,12 +49,14 @@ from forensics.ingest.registry import FormatSpec
 FORMAT = "trail_spans"
 
 _SPAN_KEYS = ('"child_spans"', '"span_attributes"')
-# smolagents' MessageRole values as OpenInference records them, and the turn role of each.
+# smolagents' MessageRole values as OpenInference records them, and the role the model saw each
+# as: smolagents sends a tool-response as a user message (tool_role_conversions), so an
+# observation of code the agent wrote is no tool's own result.
 _ROLES = {
     "system": "system",
     "user": "user",
     "assistant": "assistant",
-    "tool-response": "tool",
+    "tool-response": "user",
     "tool": "tool",
 }
 _REPLAYED_ROLES = frozenset({"tool-call"})
@@ -215,6 +218,8 @@ class _Trace:
             self.seen.add(key)
             # A replayed assistant message was an output of a call the trace may not hold.
             fields = {"model": None, "tools_attached": None} if role == "assistant" else {}
+            if raw_role == "tool-response":
+                fields["actor"] = "env"
             self._add(node, {**msg, "role": role}, **fields)
         for output in outputs or [{"role": "assistant", "content": None}]:
             output["role"] = "assistant"
