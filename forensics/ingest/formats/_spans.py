@@ -24,6 +24,11 @@ _INDEXED = re.compile(
 )
 
 
+# Semantic conventions 1.37+: one event per call holds its content (input, output, system
+# instructions as structured values) and the call's attributes, as a log record or a span event.
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+
+
 @dataclass
 class Span:
     trace_id: str
@@ -361,7 +366,10 @@ def call_fields(span: Span, output: dict[str, Any] | None) -> dict[str, Any]:
             "ai.usage.completionTokens",
         ),
         "reasoning_tokens": _first_int(
-            a, "gen_ai.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"
+            a,
+            "gen_ai.usage.reasoning_tokens",
+            "gen_ai.usage.reasoning.output_tokens",
+            "llm.token_count.completion_details.reasoning",
         ),
         "max_output_tokens": cap,
         "model": model if isinstance(model, str) else None,
@@ -381,3 +389,14 @@ EVENT_ROLES = {
     "gen_ai.assistant.message": "assistant",
     "gen_ai.tool.message": "tool",
 }
+
+
+def with_details(
+    attributes: dict[str, Any], events: list[tuple[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    """A span's attributes completed by its operation-details event (content recorded as an
+    event, not as attributes): what the span itself says wins."""
+    for name, attrs in events:
+        if name == DETAILS_EVENT:
+            return {**attrs, **attributes}
+    return attributes

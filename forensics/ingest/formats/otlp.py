@@ -19,6 +19,10 @@ of the three conventions instrumentations write:
   under `.tool_calls.M.tool_call.function.*`), `llm.token_count.*`, `llm.invocation_parameters`,
   the raw response in `output.value` (where the finish reason is).
 
+Conventions 1.37+ may record a call's content as one `gen_ai.client.inference.operation.details`
+event instead (its attributes: the call's, and the messages as structured values), a log record
+or an event of the inference span: either is read as the call.
+
 OTLP log exports (resourceLogs) carry the event form of conventions 1.28-1.36: one log event per
 message (gen_ai.system/user/assistant/tool.message, gen_ai.choice with the finish reason),
 linked to its call by trace and span id; each call's events are read as that call.
@@ -41,7 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from forensics.ingest import jsonrecords
-from forensics.ingest.formats._spans import EVENT_ROLES, Span, call_fields, is_llm_call, messages
+from forensics.ingest.formats._spans import (
+    DETAILS_EVENT,
+    EVENT_ROLES,
+    Span,
+    call_fields,
+    is_llm_call,
+    messages,
+    with_details,
+)
 from forensics.ingest.formats._spans import json_value as _json
 from forensics.ingest.parse import jsonhead
 from forensics.ingest.parse.apicommon import as_list, count_of, json_text
@@ -184,7 +196,7 @@ def _otlp_span(
         span_id=span_id,
         name=str(span.get("name", "")),
         start=_nanos(span.get("startTimeUnixNano", span.get("start_time_unix_nano"))),
-        attributes=_attributes(span.get("attributes")),
+        attributes=with_details(_attributes(span.get("attributes")), events),
         events=events,
         status_error=_status_error(span.get("status")),
         line=locate(f'"{raw_id}"') if isinstance(raw_id, str) else rec.line,
@@ -213,7 +225,7 @@ def _console_span(
         name=str(span.get("name", "")),
         # ISO timestamps sort as text; only their order matters here.
         start=None if not isinstance(start, str) else int(re.sub(r"\D", "", start)[:20] or 0),
-        attributes=_attributes(span.get("attributes")),
+        attributes=with_details(_attributes(span.get("attributes")), events),
         events=events,
         status_error=_status_error(span.get("status")),
         line=rec.line,
@@ -255,7 +267,7 @@ def _log_events(
                 name = name if isinstance(name, str) else None  # a list is no event name
                 trace = _hex_id(lr.get("traceId", lr.get("trace_id", "")))
                 span = _hex_id(lr.get("spanId", lr.get("span_id", "")))
-                if name not in EVENT_ROLES and name != "gen_ai.choice":
+                if name not in EVENT_ROLES and name not in ("gen_ai.choice", DETAILS_EVENT):
                     yield trace, span, None
                     continue
                 body = _any_value(lr.get("body"))
@@ -282,6 +294,8 @@ def _call_of_events(trace: str, span_id: str, events: list[_Event]) -> Span:
     events = sorted(events, key=lambda e: (e.time is None, e.time or 0, e.order))
     inputs, outputs = [], []
     for e in events:
+        if e.name == DETAILS_EVENT:
+            continue  # its attributes hold the messages
         if e.name == "gen_ai.choice":
             message = got if isinstance(got := e.body.get("message"), dict) else {}
             output = {"role": message.get("role") or "assistant", **message}
@@ -292,7 +306,10 @@ def _call_of_events(trace: str, span_id: str, events: list[_Event]) -> Span:
             inputs.append({"role": e.body.get("role") or EVENT_ROLES[e.name], **e.body})
     first = events[0]
     attributes = {k: v for e in events for k, v in e.attributes.items() if k != "event.name"}
-    attributes |= {"gen_ai.input.messages": inputs, "gen_ai.output.messages": outputs}
+    if inputs:
+        attributes["gen_ai.input.messages"] = inputs
+    if outputs:
+        attributes["gen_ai.output.messages"] = outputs
     return Span(
         trace_id=trace,
         span_id=span_id,
