@@ -217,7 +217,9 @@ class _Trace:
                 continue
             self.seen.add(key)
             # A replayed assistant message was an output of a call the trace may not hold.
-            fields = {"model": None, "tools_attached": None} if role == "assistant" else {}
+            fields: dict[str, Any] = (
+                {"model": None, "tools_attached": None} if role == "assistant" else {}
+            )
             if raw_role == "tool-response":
                 fields["actor"] = "env"
             self._add(node, {**msg, "role": role}, **fields)
