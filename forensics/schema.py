@@ -283,6 +283,13 @@ TURN_COLUMNS: list[Column] = [
         "Traces: the id of the span the turn was read from (an LLM call, a tool), so a label "
         "that names a span finds its turns; NULL for sources without spans.",
     ),
+    Column(
+        "span_path",
+        pa.list_(pa.string()),
+        "Span trees: the span ids from the trace's root down to span_id (its last), so a label "
+        "that names an agent or step span finds the turns inside it; NULL where the reader does "
+        "not see the tree.",
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.

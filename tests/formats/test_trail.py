@@ -60,6 +60,12 @@ def test_a_healthy_trace_is_one_trajectory_turn_by_span_without_reject():
         (14, final_call, 567, "user", "env", None, None),
         (15, final_call, 567, "assistant", "agent", None, None),
     ]
+    # Each turn knows the spans around its own, so a label on the step or agent span finds it.
+    paths = result.turns["span_path"].to_list()
+    agent_run = ["ed7d2f1b7747025d", "0ed8bf5ae2d65a36", "a8b04c65d3a15955"]
+    assert paths[0] == [*agent_run, planning]
+    assert paths[9] == [*agent_run, "80036c1d5ca204f4", final_tool]  # inside Step 1
+    assert paths[15] == ["ed7d2f1b7747025d", "0ed8bf5ae2d65a36", final_call]
     # Line 353 is where the call's span id stands in the file.
     assert '"span_id": "f71a82ea675d637d"' in HEALTHY.read_text().splitlines()[352]
     calls = result.turns.filter(result.turns["model"].is_not_null())

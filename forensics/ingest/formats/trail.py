@@ -13,7 +13,9 @@ export), `tool.name`, `input.value`, `output.value`. The attributes are mapped b
 as OTLP spans (`_spans.py`).
 
 One trace is one trajectory (task id: the trace id), its turns in span order, each at the line
-of its span's `span_id` and with that `span_id`, so a label that names a span finds its turns:
+of its span's `span_id`, with that `span_id` and the `span_path` of ids from the root down to
+it, so a label that names a span (the call, or the step or agent span around it) finds its
+turns:
 
 - an LLM span gives the messages of its input not read before in the trace (a smolagents call
   replays the agent's memory: system prompt, task, plans, observations) and then its output,
@@ -74,7 +76,7 @@ class _Node:
     span: Span
     kind: str | None  # openinference.span.kind
     agent: str | None  # the agent whose run span holds this span
-    depth: int  # 0 for a root span
+    path: tuple[str, ...]  # span ids from the root down to this span
 
 
 def _attributes(raw: Any) -> dict[str, Any]:
@@ -128,7 +130,7 @@ class _Walk:
         self.order = 0
 
     def spans(
-        self, items: list[Any], where: str, agent: str | None, depth: int = 0
+        self, items: list[Any], where: str, agent: str | None, above: tuple[str, ...] = ()
     ) -> Iterator[_Node]:
         for i, raw in sorted(enumerate(items), key=lambda item: _start(item[1])):
             path = f"{where}[{i}]"
@@ -137,10 +139,10 @@ class _Walk:
                 reason = "span is not a JSON object"
                 self.collector.reject(self.name, self.rec.line, reason, shown, FORMAT, path)
                 continue
-            yield from self._span(raw, path, agent, depth)
+            yield from self._span(raw, path, agent, above)
 
     def _span(
-        self, raw: dict[str, Any], path: str, agent: str | None, depth: int
+        self, raw: dict[str, Any], path: str, agent: str | None, above: tuple[str, ...]
     ) -> Iterator[_Node]:
         span_id = raw.get("span_id")
         sid = str(span_id) if isinstance(span_id, str | int) and span_id != "" else ""
@@ -162,10 +164,11 @@ class _Walk:
         )
         if kind == "AGENT":
             agent = span_name.removesuffix(".run") or agent
-        yield _Node(span, kind if isinstance(kind, str) else None, agent, depth)
+        ids = (*above, sid)
+        yield _Node(span, kind if isinstance(kind, str) else None, agent, ids)
         children = raw.get("child_spans")
         if isinstance(children, list):
-            yield from self.spans(children, f"{path}.child_spans", agent, depth + 1)
+            yield from self.spans(children, f"{path}.child_spans", agent, ids)
         elif children is not None:
             shown = excerpt(json_text(children) or "")
             reason = "child_spans is not a list: the span's children were not read"
@@ -202,7 +205,10 @@ class _Trace:
             self.acted = True
         fields.setdefault("agent_name", node.agent)
         self.ep.json_paths[len(self.ep.messages)] = node.span.json_path
-        self.ep.add(node.span.line, msg, span_id=node.span.span_id or None, **fields)
+        path = list(node.path) if all(node.path) else None  # a span without id breaks it
+        self.ep.add(
+            node.span.line, msg, span_id=node.span.span_id or None, span_path=path, **fields
+        )
 
     def llm(self, node: _Node) -> None:
         inputs, outputs = messages(node.span)
@@ -273,7 +279,7 @@ def ingest(path: Path, collector: Collector) -> int:
                 else:
                     trace.context += 1
                     # The run itself failed (a rate limit smolagents gave up on): its error.
-                    if node.depth == 0 and node.span.status_error and trace.ep.error is None:
+                    if len(node.path) == 1 and node.span.status_error and trace.ep.error is None:
                         trace.ep.error = node.span.status_error
                         trace.ep.termination_reason = "error"
             context += trace.context
@@ -302,7 +308,7 @@ SPECS = (
         columns=frozenset(
             {"content", "tool_calls", "finish_reason", "finish_reason_raw", "error"}
             | {"input_tokens", "output_tokens", "max_output_tokens", "model", "tools_attached"}
-            | {"tool_name", "agent_name", "span_id"}
+            | {"tool_name", "agent_name", "span_id", "span_path"}
         ),
         benchmark=False,
         artifact="traces",
