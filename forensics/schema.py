@@ -269,6 +269,27 @@ TURN_COLUMNS: list[Column] = [
         "the capture dates it (a HAR entry's startedDateTime, a Ruby VCR interaction's "
         "recorded_at, else the response's Date header). NULL when undated.",
     ),
+    Column(
+        "agent_name",
+        pa.string(),
+        "Multi-agent runs: the agent that spoke, as the source names it (an AG2 message's "
+        "name, a Magentic-One speaker such as 'Orchestrator (-> WebSurfer)', the smolagents "
+        "agent whose run span holds the call); NULL where the source has one agent.",
+        redact=True,
+    ),
+    Column(
+        "span_id",
+        pa.string(),
+        "Traces: the id of the span the turn was read from (an LLM call, a tool), so a label "
+        "that names a span finds its turns; NULL for sources without spans.",
+    ),
+    Column(
+        "span_path",
+        pa.list_(pa.string()),
+        "Span trees: the span ids from the trace's root down to span_id (its last), so a label "
+        "that names an agent or step span finds the turns inside it; NULL where the reader does "
+        "not see the tree.",
+    ),
 ]
 
 # Columns `enrich` derives from the ones above, vectorised.

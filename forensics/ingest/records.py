@@ -32,6 +32,7 @@ FINISH_REASONS: dict[str, str] = {
     "max_tokens": "max_tokens",
     "max_output_tokens": "max_tokens",
     "tool_calls": "tool_calls",
+    "tool_call": "tool_calls",  # OpenTelemetry GenAI output messages' finish_reason
     "function_call": "tool_calls",
     "tool_use": "tool_calls",
     "content_filter": "content_filter",

@@ -252,3 +252,83 @@ def test_events_kept_in_one_span_attribute(tmp_path):
     assert turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
     assert turns["tool_calls"][2][0]["name"] == "get_lat_lng"
     assert turns.row(4, named=True)["finish_reason"] == "stop"
+
+
+def test_content_in_the_operation_details_log_event_is_read_as_the_call():
+    """Conventions 1.37+: one `gen_ai.client.inference.operation.details` event per call holds
+    its messages as structured values and the call's attributes (opentelemetry-util-genai)."""
+    result = scan("file_exporter_genai_details.jsonl")
+    assert result.rejects.height == 0
+    turns = result.turns
+    assert turns["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
+    assert turns["span_id"].to_list() == ["eee19b7ec3c1b174"] * 3 + ["a1b2c3d4e5f60718"] * 2
+    call = turns.row(2, named=True)
+    assert call["tool_calls"] == [
+        {
+            "id": "call_VSPygqKTWdrhaFErNvMV18Yl",
+            "name": "get_weather",
+            "arguments": '{"location": "Paris"}',
+        }
+    ]
+    # The semconv spells it tool_call: a call, not an unknown stop.
+    assert (call["finish_reason_raw"], call["finish_reason"]) == ("tool_call", "tool_calls")
+    assert turns.row(3, named=True)["content"] == "rainy, 57°F"
+    answer = turns.row(4, named=True)
+    assert (answer["finish_reason"], answer["output_tokens"], answer["max_output_tokens"]) == (
+        "max_tokens", 256, 256,
+    )  # fmt: skip
+    assert answer["reasoning_tokens"] == 0  # gen_ai.usage.reasoning.output_tokens
+    assert found(result) == [
+        ("max-tokens", "file_exporter_genai_details/task-conv_details_1/trial-0", 4, 1)
+    ]
+
+
+def test_content_in_the_operation_details_span_event_completes_the_span(tmp_path):
+    """The same event attached to the inference span: its messages are the span's."""
+
+    def s(v):
+        return {"stringValue": v}
+
+    def kv(d):
+        return {"kvlistValue": {"values": [{"key": k, "value": v} for k, v in d.items()]}}
+
+    def msg(role, text):
+        part = kv({"type": s("text"), "content": s(text)})
+        return kv({"role": s(role), "parts": {"arrayValue": {"values": [part]}}})
+
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60d",
+        "spanId": "0123456789abcdef",
+        "name": "chat gpt-4o-mini",
+        "startTimeUnixNano": "1737022800000000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": s("chat")},
+            {
+                "key": "gen_ai.response.finish_reasons",
+                "value": {"arrayValue": {"values": [s("stop")]}},
+            },
+        ],
+        "events": [
+            {
+                "name": "gen_ai.client.inference.operation.details",
+                "attributes": [
+                    {
+                        "key": "gen_ai.input.messages",
+                        "value": {"arrayValue": {"values": [msg("user", "hi")]}},
+                    },
+                    {
+                        "key": "gen_ai.output.messages",
+                        "value": {"arrayValue": {"values": [msg("assistant", "hello")]}},
+                    },
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    result = forensics.scan([str(path)])
+    rows = result.turns.select("role", "content", "finish_reason", "span_id").rows()
+    assert rows == [
+        ("user", "hi", None, "0123456789abcdef"),
+        ("assistant", "hello", "stop", "0123456789abcdef"),
+    ]

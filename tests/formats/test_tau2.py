@@ -374,3 +374,56 @@ def test_detection_of_both_tau2_shapes():
     # results.json of the dir layout: one line, its info larger than the sniffed head
     fmt, _why = detect((TAU2 / "dir_voice_run" / "results.json").read_bytes()[:4096])
     assert fmt.name == "tau2_results"
+
+
+# Leaderboard submissions (issue 22): the same simulations in a wrapper object of the
+# submitter's own keys, or as a bare array.
+WRAPPER = TAU2 / "leaderboard-wrapper_adaptive-agent_airline.subset2.json"
+BARE_ARRAY = TAU2 / "leaderboard-array_adaptive-agent_airline.subset2.json"
+
+
+@pytest.mark.parametrize("path", [WRAPPER, BARE_ARRAY], ids=["wrapper", "bare-array"])
+def test_leaderboard_submission_forms_are_tau2_results(path):
+    fmt, why = detect(path.read_bytes()[:65536], path)
+    assert fmt is not None and fmt.name == "tau2_results", why
+    result = forensics.scan([str(path)])
+    assert result.rejects.height == 0
+    simulations = json.loads(path.read_text())
+    simulations = simulations["simulations"] if isinstance(simulations, dict) else simulations
+    trajectories = result.trajectories.sort("source_line")
+    assert trajectories["task_id"].to_list() == [s["task_id"] for s in simulations]
+    assert trajectories["turn_count"].to_list() == [len(s["messages"]) for s in simulations]
+
+
+def test_a_submission_wrapper_names_the_agent_model_and_keeps_the_crashed_simulation():
+    result = forensics.scan([str(WRAPPER)])
+    crashed, healthy = result.trajectories.sort("source_line").to_dicts()
+    assert (crashed["task_id"], crashed["termination_reason"], crashed["turn_count"]) == (
+        "7",
+        "infrastructure_error",
+        0,
+    )
+    assert crashed["error"].startswith("litellm.RateLimitError: RateLimitError: OpenAIException")
+    assert healthy["agent_model"] == "claude-opus-4-6"
+    labels = {label["key"]: label["value"] for label in healthy["labels"]}
+    assert labels == {"agent": "adaptive_agent", "domain": "airline"}
+    # The submitter's agent is no llm_agent: whether it attached tools is not known.
+    agent = result.turns.filter(result.turns["actor"] == "agent")
+    assert agent["tools_attached"].null_count() == agent.height
+    assert sorted(zip(result.findings["rule"], result.findings["task_id"], strict=True)) == [
+        ("episode-crashed", "7")
+    ]
+
+
+def test_a_bare_simulation_array_is_read_and_other_arrays_are_not_claimed(tmp_path):
+    result = forensics.scan([str(BARE_ARRAY)])
+    assert result.trajectories.sort("task_id")["reward"].to_list() == [1.0, 0.0]
+    assert result.findings.height == 0
+    # A tau-bench results array (task_id, traj) and a list of messages stay theirs.
+    tau_bench = tmp_path / "tau_bench.json"
+    tau_bench.write_text(json.dumps([{"task_id": 1, "reward": 0.0, "info": {}, "traj": []}]))
+    messages = tmp_path / "messages.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "hi", "id": "1"}]))
+    assert detect(tau_bench.read_bytes(), tau_bench)[0].name == "tau_bench_results"
+    found = detect(messages.read_bytes(), messages)[0]
+    assert found is None or found.name != "tau2_results"

@@ -18,6 +18,7 @@ EXPECTED_FORMATS = {
     "claude_code/simonw_sample_session.jsonl": "claude_code",
     "claude_code/stream_json_output_cap.jsonl": "claude_code",
     "otlp/file_exporter_genai.jsonl": "otlp_traces",
+    "otlp/file_exporter_genai_details.jsonl": "otlp_traces",
     "otlp/file_exporter_genai_events.jsonl": "otlp_traces",
     "otlp/mixed_conventions.json": "otlp_traces",
     "otlp/vercel_ai_sdk.json": "otlp_traces",
@@ -26,6 +27,9 @@ EXPECTED_FORMATS = {
     "sharegpt/glaive_chatml_card.jsonl": "sharegpt",
     "sharegpt/hermes_agent_trajectories.jsonl": "sharegpt",
     "sharegpt/hermes_fc_v1_card.json": "sharegpt",
+    "trail/gaia_0ebe673d.json": "trail_spans",
+    "trail/gaia_a96c6811_tool_error.json": "trail_spans",
+    "trail/swe_f12834d0_rate_limit.steps1and8.json": "trail_spans",
 }
 
 
@@ -47,6 +51,7 @@ def test_mixed_directory_scan():
             ("claude_code/stream_json_output_cap.jsonl", "max-tokens"): 1,
             ("otlp/file_exporter_genai.jsonl", "http-error"): 1,
             ("otlp/file_exporter_genai.jsonl", "max-tokens"): 1,
+            ("otlp/file_exporter_genai_details.jsonl", "max-tokens"): 1,
             ("otlp/file_exporter_genai_events.jsonl", "max-tokens"): 1,
             ("otlp/mixed_conventions.json", "max-tokens"): 1,
             ("sdk_repr/langgraph_prints.log", "malformed-tool-call"): 1,

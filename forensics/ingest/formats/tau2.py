@@ -22,8 +22,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from forensics import linear
 from forensics.ingest import jsonrecords
-from forensics.ingest.parse import files, jsonwalk
+from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import as_float, count_of
 from forensics.ingest.records import (
     Collector,
@@ -39,6 +40,8 @@ from forensics.ingest.registry import FormatSpec
 FORMAT = "tau2_results"
 FORMAT_SIMULATION = "tau2_simulation"
 
+# A leaderboard submission's wrapper names its simulations' list after keys of its own.
+_SIMULATIONS = linear.compile(r'"simulations"\s*:\s*\[\s*\{')
 _ACTORS = {"assistant": "agent", "user": "user_sim", "tool": "env", "system": "system"}
 _SIM_KEYS = frozenset({"messages", "ticks", "termination_reason"})
 
@@ -50,8 +53,17 @@ _TASKS: weakref.WeakKeyDictionary[Collector, dict[Path, dict[str, list[dict[str,
 )
 
 
+def _is_simulation(keys: Any) -> bool:
+    return {"id", "task_id"} <= set(keys) and bool(set(keys) & _SIM_KEYS)
+
+
 def sniff_results(head: str) -> str | None:
     text = head.lstrip("\ufeff \t\r\n")
+    if text.startswith("["):
+        # Leaderboard submissions also hold the bare list of SimulationRun objects.
+        if _is_simulation(jsonhead.top_level(text)):
+            return "JSON array of simulations with id, task_id and messages (tau2-bench results)"
+        return None
     if not text.startswith("{"):
         return None
     keys = jsonwalk.top_level_keys(text)
@@ -59,6 +71,13 @@ def sniff_results(head: str) -> str | None:
         if "simulations" in keys:
             return "JSON object with info, tasks and simulations (tau2-bench results)"
         return "JSON object with info and agent_info/user_info (tau2-bench results)"
+    first = _SIMULATIONS.search(text)
+    if (
+        "simulations" in keys
+        and first
+        and _is_simulation(jsonhead.top_level(text[first.end() - 1 :]))
+    ):
+        return "JSON object with simulations of id, task_id and messages (tau2-bench submission)"
     return None
 
 
@@ -368,7 +387,10 @@ def ingest(path: Path, collector: Collector) -> int:
     top: dict[str, Any] = {}
     cut: str | None = None
     try:
-        top, end = jsonwalk.obj(text, start, {"info": info, "simulations": simulations})
+        if text.startswith("[", start):  # a bare list of simulations
+            top["simulations"], end = simulations(text, start)
+        else:
+            top, end = jsonwalk.obj(text, start, {"info": info, "simulations": simulations})
         reject_trailing(collector, str(path), text, end, line_of, FORMAT)
     except jsonwalk.WalkError as exc:
         truncated = not text.rstrip().endswith("}")
@@ -392,6 +414,8 @@ def ingest(path: Path, collector: Collector) -> int:
         collector.reject(str(path), line_of(where), cut, excerpt(text, where), FORMAT)
     run_id = _run_id(path, has_simulations="simulations" in top or bool(sims))
     run = run_from_info(run_id, state["info"])
+    if state["info"] is None:
+        _submission_run(run, top)
     if isinstance(top.get("timestamp"), str):
         run.labels["started"] = top["timestamp"]
     _RUNS.setdefault(collector, {})[path.resolve()] = run
@@ -416,6 +440,17 @@ def ingest(path: Path, collector: Collector) -> int:
             "simulation finished, so there is nothing to analyse",
         )
     return len(sims)
+
+
+def _submission_run(run: Run, top: dict[str, Any]) -> None:
+    """What a leaderboard submission's wrapper says of its run, where tau2's info would be:
+    `model` (the agent's), `agent`, `domain`."""
+    model = top.get("model")
+    if isinstance(model, str) and model:
+        run.agent_model = model
+    for key, label in (("agent", "agent"), ("domain", "domain")):
+        if isinstance(top.get(key), str) and top[key]:
+            run.labels[label] = top[key]
 
 
 def _run_id(path: Path, has_simulations: bool) -> str:
@@ -526,8 +561,9 @@ _RERUN = "tau2 run: --task-ids {tasks}"
 SPECS = (
     FormatSpec(
         name=FORMAT,
-        description="tau2-bench results (monolithic or dir layout)",
-        detection="a JSON object with info (agent_info/user_info), tasks and simulations",
+        description="tau2-bench results (monolithic or dir layout, leaderboard submissions)",
+        detection="a JSON object with info (agent_info/user_info), tasks and simulations; a "
+        "submission's wrapper object or bare array of simulations (id, task_id, messages)",
         sniff=sniff_results,
         ingest=ingest,
         priority=210,
@@ -536,7 +572,12 @@ SPECS = (
         artifact="results",
         rerun=_RERUN,
         seeds={
-            "tau2_results": "tests/data/tau2/leaderboard-trimmed_toolorchestra_airline.subset2.json"
+            "tau2_results": "tests/data/tau2/"
+            "leaderboard-trimmed_toolorchestra_airline.subset2.json",
+            "tau2_submission_wrapper": "tests/data/tau2/"
+            "leaderboard-wrapper_adaptive-agent_airline.subset2.json",
+            "tau2_submission_array": "tests/data/tau2/"
+            "leaderboard-array_adaptive-agent_airline.subset2.json",
         },
     ),
     FormatSpec(
