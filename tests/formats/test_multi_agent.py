@@ -17,6 +17,7 @@ MULTI = DATA / "agents" / "multi_agent"
 AG2 = MULTI / "whowhen_algorithm_generated_1.json"
 MAGENTIC = MULTI / "whowhen_hand_crafted_1.json"
 AGENTRX = MULTI / "agentrx_magentic_f88066d2.json"
+CRASHED = MULTI / "whowhen_hand_crafted_23_excerpt.json"
 
 
 @functools.cache
@@ -37,7 +38,8 @@ def test_detected_read_whole_and_clean(path):
     assert fmt is not None and fmt.name == "multi_agent_history", why
     result = scan(path)
     assert result.rejects.height == 0
-    assert result.findings.height == 0
+    # AgentRx's run stops mid-run (its labelled System Failure): one finding, tested below
+    assert result.findings.height == (1 if path == AGENTRX else 0)
     history = json.loads(path.read_text())
     history = history["history"] if isinstance(history, dict) else history
     # Every entry is exactly one turn, in order: the labels' step numbers are turn indices.
@@ -91,6 +93,66 @@ def test_agentrx_bare_array_and_its_labelled_system_failure_step():
     # AgentRx's ground truth: step_number 17 (1-based), failed_agent WebSurfer, System Failure.
     assert rows[17 - 1] == (16, "user", "env", "WebSurfer", 66)
     assert scan(AGENTRX).trajectories["task_id"].to_list() == ["agentrx_magentic_f88066d2"]
+
+
+def fault_classes(result: forensics.ScanResult, tmp_path) -> list[str]:
+    doc = json.loads(result.write_json(tmp_path / "result.json").read_text())
+    return [t["fault_class"] for t in doc["trajectories"]]
+
+
+def test_a_magentic_one_log_that_stops_on_an_unanswered_reply_is_cut_off_at_that_step(tmp_path):
+    """AgentRx labels this run a System Failure at step 17 ("the orchestration did not respond
+    to websurfer and the agentic run abruptly stopped"): the log ends on WebSurfer's reply with
+    no final answer and no exit line of the runner, which every finished run has."""
+    result = scan(AGENTRX)
+    traj = result.trajectories.row(0, named=True)
+    assert traj["termination_reason"] == "cut_off"
+    assert traj["ingest_note"] == (
+        "cut off: the Magentic-One log stops on an agent's reply the orchestrator never "
+        "answered: no final answer, no exit line of the scenario runner"
+    )
+    found = result.findings.select("rule", "turn_index", "source_line").rows()
+    assert found == [("run-cut-off", 17 - 1, 66)]
+    assert fault_classes(result, tmp_path) == ["infra"]
+
+
+def test_a_crashed_magentic_one_scenario_ends_in_its_exception(tmp_path):
+    """The scenario runner's exit code 1 after WebSurfer's download broke: the episode ended in
+    ChunkedEncodingError, not in an answer."""
+    result = scan(CRASHED)
+    traj = result.trajectories.row(0, named=True)
+    assert traj["termination_reason"] == "ChunkedEncodingError"
+    assert traj["error"] == (
+        "requests.exceptions.ChunkedEncodingError: ('Connection broken: IncompleteRead(212570 "
+        "bytes read, 3401352 more expected)', IncompleteRead(212570 bytes read, 3401352 more "
+        "expected))\nSCENARIO.PY EXITED WITH CODE: 1 !#!#"
+    )
+    found = result.findings.select("rule", "turn_index").rows()
+    assert found == [("run-exit-infra", 4)]
+    assert fault_classes(result, tmp_path) == ["infra"]
+
+
+@pytest.mark.parametrize(
+    ("last", "ended"),
+    [
+        (
+            {"content": "page\nFINAL ANSWER: 42\nSCENARIO.PY COMPLETE !#!#", "role": "WebSurfer"},
+            None,
+        ),
+        ({"content": "Next speaker WebSurfer", "role": "Orchestrator (thought)"}, None),
+        ({"content": "page\nSCENARIO.PY EXITED WITH CODE: 0 !#!#", "role": "WebSurfer"}, None),
+        ({"content": "page", "role": "WebSurfer"}, "cut_off"),
+    ],
+    ids=["final-answer", "orchestrator-last", "exit-0", "unanswered-reply"],
+)
+def test_how_a_magentic_one_log_ends(tmp_path, last, ended):
+    """Only a log that stops on a reply the orchestrator never answered, without a final answer
+    or an exit line, is cut off; a run that reached its answer ended as the runner ends them."""
+    path = tmp_path / "run.json"
+    history = [{"content": "task", "role": "human"}, last]
+    path.write_text(json.dumps({"history": history, "mistake_agent": "x"}))
+    traj = forensics.scan([str(path)]).trajectories.row(0, named=True)
+    assert traj["termination_reason"] == ended
 
 
 def test_a_bad_entry_is_rejected_at_its_line_and_said_to_shift_the_indices(tmp_path):

@@ -26,6 +26,14 @@ Magentic-One's WebSurfer and FileSurfer (the action taken and the page or file s
 other agent (AG2's experts, Magentic-One's Orchestrator and Assistant) is assistant (actor
 agent). The labels (mistake agent, step, reason) are not read: they
 are what an evaluation scores against; `is_correct` is the reward (1 or 0).
+
+How a Magentic-One run ended is in its last entry, where the log also caught the runner's
+console: the orchestrator's `FINAL ANSWER: …` and the runner's `SCENARIO.PY COMPLETE !#!#`
+(138 of the 142 logs of both datasets). A scenario that crashed ends with its traceback and
+`SCENARIO.PY EXITED WITH CODE: 1 !#!#` (2 logs): the episode's termination reason is the
+exception's class and its error the exception line. A log whose last entry is an agent's reply
+that the orchestrator never answered, with no final answer and no exit line, was cut off
+mid-run (2 logs; AgentRx labels one a System Failure at that step).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import Any
 
 from forensics import linear
 from forensics.ingest import jsonrecords
+from forensics.ingest.formats import _ending
 from forensics.ingest.parse import files, jsonhead, jsonwalk, walkers
 from forensics.ingest.parse.apicommon import json_text, text_of
 from forensics.ingest.records import Collector, Episode, Run, excerpt, unreadable
@@ -57,6 +66,16 @@ _TASK_SPEAKERS = frozenset({"human"})
 # FileSurfer report the action their model picked and the page or file it showed ("I clicked
 # 'Calendar'.", the viewport's text). They are the environment speaking.
 _ENVIRONMENT = frozenset({"Computer_terminal", "ComputerTerminal", "WebSurfer", "FileSurfer"})
+# The end of a Magentic-One run as its log caught the console (autogenbench's scenario runner).
+_FINAL_ANSWER = linear.compile(r"(?m)^FINAL ANSWER:")
+_SCENARIO_EXIT = linear.compile(r"SCENARIO\.PY EXITED WITH CODE: (\d+) !#!#")
+_EXCEPTION_LINE = linear.compile(
+    r"(?m)^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Exit|Interrupt))\b(?::.*)?$"
+)
+MAGENTIC_CUT_OFF = (
+    "the Magentic-One log stops on an agent's reply the orchestrator never answered: no final "
+    "answer, no exit line of the scenario runner"
+)
 
 
 def sniff(head: str) -> str | None:
@@ -166,6 +185,8 @@ def ingest(path: Path, collector: Collector) -> int:
         msg, fields = _turn(item, named)
         ep.json_paths[len(ep.messages)] = at
         ep.add(line_of(pos), msg, **fields)
+    if not named and dicts:
+        _ending_of_magentic_one(ep, dicts[-1])
     if skipped:
         # turn_index is the history index only up to the first entry left out.
         ep.note = (
@@ -174,6 +195,27 @@ def ingest(path: Path, collector: Collector) -> int:
         )
     collector.add_episode(ep)
     return 1
+
+
+def _ending_of_magentic_one(ep: Episode, last: dict[str, Any]) -> None:
+    """A crashed scenario's exception, or a log cut off mid-run, from the last entry."""
+    text = text_of(last.get("content")) or ""
+    speaker = _speaker(last, named=False) or ""
+    exited = _SCENARIO_EXIT.search(text)
+    if exited is not None:
+        if exited.group(1) == "0":
+            return
+        # the exception the traceback ends with, just before the runner's exit line
+        raised = list(_EXCEPTION_LINE.finditer(text, 0, exited.start()))
+        if raised:
+            ep.termination_reason = raised[-1].group(1)
+            ep.error = raised[-1].group(0)[:600] + "\n" + exited.group(0)
+        return
+    if _FINAL_ANSWER.search(text) or speaker.startswith("Orchestrator"):
+        return
+    # the orchestrator speaks after every agent's reply until it gives the final answer: a log
+    # ending on a reply it never answered stopped mid-run
+    _ending.cut_off(ep, MAGENTIC_CUT_OFF, f"last entry ({speaker}): {text.strip()[-300:]}")
 
 
 SPECS = (
