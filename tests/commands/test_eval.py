@@ -543,7 +543,7 @@ def test_the_public_labels_benchmark_scores_a_tau2_copy(tmp_path, capsys):
     doc = json.loads(out.read_text(encoding="utf-8"))[f"tau2:{SUBSET6}"]
     exact = doc["raw"]["per_category"]["agent_error"]["exact"]
     assert (exact["correct"], exact["findings"], exact["found"], exact["labels"]) == (5, 5, 5, 5)
-    assert "### `tau2:" in capsys.readouterr().out
+    assert "#### tau2-bench leaderboard (" in capsys.readouterr().out
 
 
 def test_other_peoples_text_reaches_no_terminal_raw(tmp_path):
