@@ -268,6 +268,7 @@ ENV_FAULT_WORDINGS: tuple[EnvFault, ...] = (
         r"Temporary failure (?:in name resolution|resolving)|Name or service not known|"
         r"nodename nor servname|Could not resolve host|NameResolutionError|\bENOTFOUND\b|"
         r"getaddrinfo failed|Network is unreachable|No route to host|APIConnectionError|"
+        r"\bInternalServerError\b|ServiceUnavailableError|"
         r"\b50[0234]\b[^\n]{0,20}(?:Server Error|Internal Server|Bad Gateway|Service Unavailable|"
         r"Gateway Time)|\bError 50[0-4]\b|HTTP Error 50[0-4]|status(?: code)?[ :=]+50[0-4]\b|"
         r"CERTIFICATE_VERIFY_FAILED",
@@ -278,7 +279,8 @@ ENV_FAULT_WORDINGS: tuple[EnvFault, ...] = (
         "TRAIL GAIA traces (requests ConnectionError in the text browser); glibc resolver "
         "('Temporary failure resolving', apt; 'Name or service not known'); curl 'Could not "
         "resolve host'; urllib3 NameResolutionError / NewConnectionError; requests HTTPError "
-        "'5xx Server Error'; OpenAI SDK APIConnectionError",
+        "'5xx Server Error'; OpenAI SDK APIConnectionError; LiteLLM InternalServerError / "
+        "ServiceUnavailableError (a 529 overload worded as one is a rate limit: tried first)",
     ),
     EnvFault(
         "resource-missing",
