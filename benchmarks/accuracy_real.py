@@ -43,6 +43,9 @@ model) against the labeller's attribution (infra, model, simulator, unclear).
 --markdown prints the README's accuracy block; --readme rewrites it in README.md between the
 `accuracy-real` markers. --scan-cache FILE keeps the scan's findings in FILE (JSON) and reuses
 them when the file is there, to rescore after editing labels, the crosswalk or adjudications.
+
+`forensics eval` (docs/eval.md) is the same measure for labels of any origin, through a
+crosswalk file; this benchmark shares its pack description and counts.
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+# The rule pack's description and the counts are forensics eval's (forensics/tools/evaluate.py),
+# which scores any labelled set the same way; this benchmark keeps what is particular to the
+# real corpus: its label files, the labellers' episode naming, the line spans, the README block.
+from forensics.tools.evaluate import Counts, Pack, load_pack
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "corpus"
@@ -134,16 +142,6 @@ class Crosswalk:
     rules: dict[str, list[str]]  # label kind -> rule ids that report it
     episode_rules: set[str]
     episode_kinds: set[str]
-
-
-@dataclass
-class Pack:
-    """What the scorer needs of the rule pack."""
-
-    cause: dict[str, str]  # rule -> cause
-    confidence: dict[str, str]  # rule -> hard / heuristic
-    preview: set[str]
-    cause_class: dict[str, str]  # cause -> infra / model
 
 
 @dataclass
@@ -235,24 +233,6 @@ def load_corpus(corpus: Path = CORPUS) -> Corpus:
         labels=labels,
         crosswalk=load_crosswalk(corpus / "kinds.toml"),
         adjudications=load_adjudications(corpus / "adjudication.jsonl"),
-    )
-
-
-def load_pack() -> Pack:
-    from forensics.check import engine
-
-    rules = engine.load_rules()
-    classes: dict[str, str] = {}
-    rules_dir = engine.default_rules_dir()
-    for path in [rules_dir / "causes.toml", *sorted((rules_dir / "causes").glob("*.toml"))]:
-        if path.is_file():
-            for cause in tomllib.loads(path.read_text(encoding="utf-8")).get("cause", []):
-                classes[cause["id"]] = cause.get("class", "unclassified")
-    return Pack(
-        cause={r.id: r.cause for r in rules},
-        confidence={r.id: r.confidence for r in rules},
-        preview={r.id for r in rules if r.preview},
-        cause_class=classes,
     )
 
 
@@ -385,25 +365,6 @@ def covering_rules(kind: str, pack: Pack, crosswalk: Crosswalk) -> list[str]:
 
 
 # --- scoring ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Counts:
-    findings: int = 0
-    correct: int = 0
-    labels: int = 0
-    found: int = 0
-
-    @property
-    def precision(self) -> float | None:
-        return self.correct / self.findings if self.findings else None
-
-    @property
-    def recall(self) -> float | None:
-        return self.found / self.labels if self.labels else None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"precision": self.precision, "recall": self.recall}
 
 
 @dataclass

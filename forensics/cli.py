@@ -17,7 +17,9 @@ from forensics import interrupts
 
 # command name -> its module (which defines `command`), in the order help lists them
 COMMANDS = {
+    "compare": "forensics.commands.compare",
     "diff": "forensics.commands.diff",
+    "eval": "forensics.commands.eval",
     "formats": "forensics.commands.formats",
     "query": "forensics.commands.query",
     "rules": "forensics.commands.rules",

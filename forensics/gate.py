@@ -10,13 +10,16 @@ A gate that passes must have looked, so a run also fails when what it was asked 
 not there (`Coverage`): an input file that yielded nothing readable, no readable input at all,
 a rule named by max-rate that could run on none of the inputs (its 0% would prove nothing), or
 more rejected records than max-rejects. allow-unreadable and allow-unchecked turn the first
-and the third into lines that say so; nothing read at all always fails.
+and the third into lines that say so; nothing read at all fails, unless every input was a file
+named by its own path that a scan skips (`Verdict.nothing_to_check`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +81,8 @@ class Coverage:
     # inputs listed as skipped, never read: companion files that are no agent artifact, this
     # scan's own outputs, entries a walk passed over
     skipped: int = 0
+    # of those, the inputs named by their own path (not found by a walk or a glob)
+    named_skipped: int = 0
 
     @property
     def readable(self) -> int:
@@ -117,10 +122,20 @@ class Verdict:
     max_rejects: int | None = None
 
     @property
+    def nothing_to_check(self) -> bool:
+        """Every input was a file named by its path that a scan skips (a companion file, an
+        output of this scan), as the pre-commit hook names the files a commit touches: a commit
+        of a config.json alone holds no artifact to judge, and must not be blocked, as ruff
+        passes a commit with no Python file. A walk or a glob that found only such files is
+        another matter: the artifact the folder should hold is missing (no_readable_input)."""
+        c = self.coverage
+        return c.files == 0 and c.skipped > 0 and c.named_skipped == c.skipped
+
+    @property
     def no_readable_input(self) -> bool:
         # Every input skipped (a config and notes, no artifact) is nothing checked too.
         named = self.coverage.files > 0 or self.coverage.skipped > 0
-        return named and self.coverage.readable == 0
+        return named and self.coverage.readable == 0 and not self.nothing_to_check
 
     @property
     def rejects_exceeded(self) -> bool:
@@ -133,7 +148,7 @@ class Verdict:
             or self.no_readable_input
             or (bool(self.coverage.unreadable) and not self.allow_unreadable)
             or any(
-                (r.unchecked is not None and not self.allow_unchecked)
+                (r.unchecked is not None and not (self.allow_unchecked or self.nothing_to_check))
                 or (r.unchecked is None and r.exceeded)
                 for r in self.rates
             )
@@ -159,7 +174,12 @@ class Verdict:
                 f"ignore-paths config key leaves {them} out"
             )
         if self.no_readable_input:
-            out.append("gate: FAIL — no readable input: nothing could be checked")
+            line = "gate: FAIL — no readable input: nothing could be checked"
+            if self.coverage.files == 0:  # all skipped: say where they are listed
+                n = self.coverage.skipped
+                found = "the file found was" if n == 1 else f"the {n} files found were"
+                line += f" ({found} skipped: see skipped)"
+            out.append(line)
         scope = "new finding" if self.baseline else "finding"
         if self.failing:
             counts = ", ".join(f"{k} {v}" for k, v in self.failing_by_rule.items())
@@ -168,6 +188,8 @@ class Verdict:
                 f"gate: FAIL — {len(self.failing)} {noun} at or above {self.fail_on} ({counts})"
             )
         for r in self.rates:
+            if r.unchecked is not None and self.nothing_to_check:
+                continue  # no input to run it on: the pass line says there was nothing to check
             if r.unchecked is not None:
                 verdict = "allowed" if self.allow_unchecked else "FAIL"
                 tail = " (allow-unchecked)" if self.allow_unchecked else ""
@@ -187,7 +209,13 @@ class Verdict:
             verdict = "FAIL —" if self.rejects_exceeded else "ok —"
             relation = "above" if self.rejects_exceeded else "within"
             out.append(f"gate: {verdict} {n} {noun}, {relation} max-rejects {self.max_rejects}")
-        if not self.failed:
+        if self.nothing_to_check and not self.failed:
+            n = self.coverage.skipped
+            them = "the file named is" if n == 1 else f"the {n} files named are"
+            out.append(
+                f"gate: pass — nothing to check: {them} skipped, no agent artifact (see skipped)"
+            )
+        elif not self.failed:
             out.append(f"gate: pass — no {scope} at or above {self.fail_on}")
         if self.baseline:
             out.append(
@@ -280,9 +308,12 @@ def _why_unreadable(
     return f"read as {fmt}, but no record came out of it"
 
 
-def coverage(result: ScanResult) -> Coverage:
+def coverage(result: ScanResult, named: Iterable[str] = ()) -> Coverage:
     """What the scan read and could check: the files that yielded nothing, the rejects of the
-    others, and the rules that could run on none of the inputs."""
+    others, and the rules that could run on none of the inputs.
+
+    named: the paths the scan was given, as given; a skipped entry whose path is one of them
+    was named by its own path, not found by a walk or a glob (Coverage.named_skipped)."""
     read = {
         p
         for frame in (result.turns, result.trajectories)
@@ -312,7 +343,16 @@ def coverage(result: ScanResult) -> Coverage:
         record_rejects=record_rejects,
         unchecked=unchecked_rules(result),
         skipped=len(result.skipped),
+        named_skipped=_named(result.skipped, named),
     )
+
+
+def _named(skipped: list[tuple[str, str]], named: Iterable[str]) -> int:
+    """How many skipped entries are paths the scan was given, spelled as given (`./a.json`
+    and `a.json` alike). A path the scan spelled otherwise (a redacted name) does not count:
+    the gate then fails as if it had been walked, never the other way."""
+    given = {os.path.normpath(p) for p in named}
+    return sum(os.path.normpath(path) in given for path, _ in skipped)
 
 
 def unchecked_rules(result: ScanResult) -> dict[str, list[str]]:

@@ -391,7 +391,8 @@ def command(
     Any file option given - writes to stdout, as --output-format does; the summary then goes
     to stderr, and only one output can have stdout.
 
-    Exit codes: 0 the gate passes; 1 the gate fails: a finding at or above --fail-on, a
+    Exit codes: 0 the gate passes (or there was nothing to check: every input a companion
+    file named by its path); 1 the gate fails: a finding at or above --fail-on, a
     --max-rate exceeded or naming a rule that can run on none of the inputs, an input file
     with nothing readable (or no readable input at all), more rejected records than
     --max-rejects; 2 usage or input error; 130 interrupted. With --write-baseline: 0 once it
@@ -517,7 +518,7 @@ def _judged(
             result.trajectories.height,
             [r.id for r in result.rules],
             policy,
-            gate.coverage(result),
+            gate.coverage(result, names),
         )
     except (InputError, config.ConfigError, gate.GateError) as exc:
         fail(str(exc))

@@ -124,13 +124,59 @@ def test_a_file_a_format_claims_and_cannot_read_still_fails(tmp_path):
     )
 
 
-def test_only_companion_files_is_no_readable_input(tmp_path):
+def test_a_folder_of_only_companion_files_is_no_readable_input(tmp_path):
     # A run that crashed before writing its artifact: a gate that passes must have looked.
     for name, text in COMPANIONS.items():
         (tmp_path / name).write_text(text)
     code, out, _ = run_cli("scan", "--no-config", "--no-report", str(tmp_path))
     assert code == 1
-    assert gate_lines(out) == ["gate: FAIL — no readable input: nothing could be checked"]
+    assert gate_lines(out) == [
+        "gate: FAIL — no readable input: nothing could be checked (the 5 files found were "
+        "skipped: see skipped)"
+    ]
+    # A glob is a search too: it found no artifact.
+    code, out, _ = run_cli("scan", "--no-config", "--no-report", str(tmp_path / "*.json"))
+    assert code == 1
+    assert gate_lines(out) == [
+        "gate: FAIL — no readable input: nothing could be checked (the file found was "
+        "skipped: see skipped)"
+    ]
+
+
+def test_companion_files_named_by_path_alone_are_nothing_to_check(tmp_path, monkeypatch):
+    """As the pre-commit hook names the files a commit touches: a commit of a config alone
+    holds no artifact, and is not blocked (a max-rate rule with no input to run on either)."""
+    results = results_folder(tmp_path / "results")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(
+        "scan", "--no-config", "--no-report", "--max-rate", "max-tokens=0.05",
+        "./results/config.json",
+    )  # fmt: skip
+    assert code == 0, out
+    assert gate_lines(out) == [
+        "gate: pass — nothing to check: the file named is skipped, no agent artifact (see skipped)"
+    ]
+    assert f"skipped: 1 (1 {companions.REASON})\n" in out
+    code, out, _ = run_cli(
+        "scan", "--no-config", "--no-report", "--json", "r.json", *(str(results / n) for n in
+        ("config.json", "notes.txt", "run.log")),
+    )  # fmt: skip
+    assert code == 0, out
+    assert gate_lines(out)[-1].startswith("gate: pass — nothing to check: the 3 files named are")
+    gate = json.loads(Path("r.json").read_text())["gate"]
+    assert (gate["failed"], gate["no_readable_input"], gate["exit_code"]) == (False, False, 0)
+    # A file with nothing readable among them still fails: it is no companion.
+    (results / "results.json").write_text("")
+    code, out, _ = run_cli(
+        "scan", "--no-config", "--no-report", str(results / "config.json"),
+        str(results / "results.json"),
+    )  # fmt: skip
+    assert code == 1
+    assert (
+        gate_lines(out)[0]
+        == f"gate: FAIL — {results / 'results.json'}: nothing readable: empty file"
+    )
+    assert "gate: FAIL — no readable input: nothing could be checked" in gate_lines(out)
 
 
 def test_empty_and_binary_files_stay_unreadable(tmp_path):
@@ -173,6 +219,12 @@ def test_the_pre_commit_hook_accepts_a_healthy_results_folder(tmp_path, monkeypa
     Path("results/results.json").write_text(CONTROL.read_text()[:300])
     code, out, _ = run_cli(*entry[1:], *hook["args"], *selected)
     assert code == 1 and "gate: FAIL — results/results.json: nothing readable" in out
+    # A commit that touches only the run's config: nothing to check, the commit goes through.
+    code, out, _ = run_cli(*entry[1:], *hook["args"], "results/config.json")
+    assert code == 0, out
+    assert gate_lines(out) == [
+        "gate: pass — nothing to check: the file named is skipped, no agent artifact (see skipped)"
+    ]
 
 
 def test_main_is_the_hooks_entry_point():

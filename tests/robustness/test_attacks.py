@@ -75,22 +75,9 @@ def _of_file(tables: Path, report: dict, path: Path) -> SimpleNamespace:
     )  # fmt: skip
 
 
-# Found by this property, in the issue-24 class of JSONL detection past broken leading lines
-# (not this branch's): an atropos file whose first line is broken by an integer of 4,301 digits,
-# and a Gemini JSONL file whose first line is 64 KiB of junk (longer than the head detection
-# reads), are read as text logs and their records are lost without a reject. strict: once
-# fixed, these pass and the mark must go (reproducers: /work/tools/fuzz-found/i24-budgets/).
-_BROKEN_LEAD = pytest.mark.xfail(
-    strict=True, reason="issue 24 class 6: a broken first line hides a JSONL file's records"
-)
-
-
 @pytest.mark.parametrize(
     "kind",
-    [
-        pytest.param(k, marks=_BROKEN_LEAD) if k in ("huge integer", "long line") else k
-        for k in sorted(CLASSES)
-    ],
+    sorted(CLASSES),
 )
 @PROPERTY
 @given(data=st.data())

@@ -203,6 +203,18 @@ def test_a_text_log_that_quotes_messages_is_not_taken_for_json_lines():
     assert detect(head.encode())[0].name == "tau_bench_log"
 
 
+def test_a_two_record_file_whose_first_record_is_broken_reads_its_second():
+    # found by the attack property: an atropos file's first key replaced by 4,301 digits was
+    # read as a text log, the record of line 2 lost without a reject
+    raw = (DATA / "traces" / "atropos" / "math_groups.jsonl").read_text()
+    head = raw.replace('"tokens"', "9" * 4301, 1)
+    assert jsonwalk.skip_broken_lead(head) == head.split("\n", 1)[1]
+    assert detect(head.encode())[0].name == "atropos_groups"
+    # prose around the whole line keeps it a text log
+    prose = "Running task 0\n" + head.split("\n", 1)[1]
+    assert jsonwalk.skip_broken_lead(prose) == prose
+
+
 def _with_huge_integer(raw: bytes, nth: int) -> bytes | None:
     """The seed with its nth integer literal (a JSON number after `:`, `[` or `,`) made
     5,000 digits long, or None when it has none."""
@@ -389,7 +401,8 @@ def test_an_episode_the_log_ends_inside_is_noted_and_a_whole_log_is_not(tmp_path
         f"cut off: {said}"
     ]
     # and one run-cut-off finding says it (issue 21 item 5), on the episode as a whole
-    (finding,) = result.findings.filter(pl.col("rule") == "run-cut-off").iter_rows(named=True)
+    findings = forensics.scan([str(path)]).findings
+    (finding,) = findings.filter(pl.col("rule") == "run-cut-off").iter_rows(named=True)
     assert finding["task_id"] == "12" and finding["turn_index"] is None
     assert finding["message"] == (
         f"run cut off: the log ends before the result line of task 12 (started on line {running}): "

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics import linear
 from forensics.ingest.parse import jsonwalk, pyrepr, sdk_repr
 from forensics.redact import clip
 from forensics.wording import json_error
@@ -35,7 +36,10 @@ _STEP = re.compile(r"""'[^'\\]*+(?:\\.[^'\\]*+)*+('?)|"[^"\\]*+(?:\\.[^"\\]*+)*+
 _START = re.compile(r"\{(?=\s*(?:[\"'}]|$))")
 # How a line that prints a chat message starts (json.dumps or repr of the message dict): its
 # role or its text content first.
-_MESSAGE_START = re.compile(r"""\s*\{\s*["'](?:role|content)["']\s*:\s*(?:["']|null\b|None\b)""")
+# RE2: under `re`, a search from every start of a run of blanks is quadratic in the run.
+_MESSAGE_START = linear.compile(
+    r"""\s*\{\s*["'](?:role|content)["']\s*:\s*(?:["']|null\b|None\b)"""
+)
 _DECODER = json.JSONDecoder()
 
 

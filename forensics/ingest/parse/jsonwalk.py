@@ -288,7 +288,13 @@ def skip_broken_lead(head: str) -> str:
     # line from the first whole one on is whole.
     probe = [i for i in whole if i < PROBE_LINES]
     rest = sum(1 for line in complete[first:] if line.strip())
-    if len(whole) < 2 or (first >= len(probe) and (rest - len(whole)) * MOSTLY > rest):
+    # One whole line is enough when nothing around it is prose: every broken line opens an
+    # object (records damaged, as in a two-record file whose first is cut) and every line
+    # after the first whole one is whole too.
+    records_only = rest == len(whole) and all(line.lstrip()[:1] == "{" for line in lead)
+    if (len(whole) < 2 and not records_only) or (
+        first >= len(probe) and (rest - len(whole)) * MOSTLY > rest
+    ):
         return head
     # The sniffers read the first record they are shown: one they can read, when there is one.
     start = next((i for i in whole if kinds[i] == _WHOLE), first)
