@@ -28,7 +28,7 @@ from forensics.report.types import (
 )
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 EXCERPT_CHARS = 600
 # The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml):
 # its turns are drawn red in the output-length chart.

@@ -127,7 +127,10 @@ def test_check_fails_when_a_rule_falls_below_its_bound(tmp_path, capsys):
     (noisy / "http-error.toml").write_text(
         (ROOT / "rules" / "http-error.toml")
         .read_text(encoding="utf-8")
-        .replace("where role = 'assistant' and (", "where role = 'assistant' or ("),
+        .replace(
+            "where role = 'assistant' and not context_overflow(error) and (",
+            "where role = 'assistant' or (",
+        ),
         encoding="utf-8",
     )
     positive = {

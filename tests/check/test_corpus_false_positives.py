@@ -82,3 +82,22 @@ def test_result_named_after_another_tool_is_an_id_mismatch():
     hits = [f for f in _scan(TAU_FORK) if f[0] == "tool-call-ids"]
     assert ("tool-call-ids", 4, 128) in hits
     assert len(hits) == 9
+
+
+MINI_SWE = "files/mini_swe_agent/SWE-agent__mini-swe-agent__local.traj.json"
+
+
+def test_a_harness_observation_is_no_user_simulator():
+    """mini-swe-agent's `user` messages are its environment's observations: the last, empty one
+    (turn 5, line 22) is the output of the submit command, not a silent user simulator."""
+    assert not [f for f in _scan(MINI_SWE) if f[0] == "user-sim-fault"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock"])
+def test_a_context_overflow_is_one_incident_not_also_an_http_error(provider):
+    """The one 400 of each cassette (turn 11, line 3) is the prompt overflowing the window:
+    context-overflow reports it, http-error does not count it a second time."""
+    file = f"files/http_cassette/crmne__ruby_llm__{provider}_context_length_exceeded.yml"
+    found = _scan(file)
+    assert ("context-overflow", 11, 3) in found
+    assert not [f for f in found if f[0] == "http-error"]

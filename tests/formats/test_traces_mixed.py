@@ -64,5 +64,7 @@ def test_mixed_directory_scan():
             ("sharegpt/hermes_agent_trajectories.jsonl", "run-cut-off"): 1,
             ("sharegpt/hermes_agent_trajectories.jsonl", "unclosed-think"): 1,
             ("sharegpt/hermes_fc_v1_card.json", "malformed-tool-call"): 1,
+            # the SWE run that died of a rate limit inside smolagents' AgentGenerationError
+            ("trail/swe_f12834d0_rate_limit.steps1and8.json", "env-rate-limited"): 1,
         }
     )

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from forensics.ingest.parse import files
 from forensics.schema import ARCHIVE_MEMBER_SEPARATOR
@@ -71,14 +71,15 @@ class _NamesUnclaimed:
     def __init__(self, f: BinaryIO) -> None:
         self._f = f
         # zipfile's own reading of the end records (private, so any change there makes this
-        # raise, and the archive is as unreadable as before).
-        end = zipfile._EndRecData(f)  # type: ignore[attr-defined]
+        # raise, and the archive is as unreadable as before; typeshed does not declare them).
+        z: Any = zipfile
+        end = z._EndRecData(f)
         if not end:
             raise zipfile.BadZipFile("File is not a zip file")
-        size = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
-        start = end[zipfile._ECD_LOCATION] - size  # type: ignore[attr-defined]
-        if end[zipfile._ECD_SIGNATURE] == zipfile.stringEndArchive64:  # type: ignore[attr-defined]
-            start -= zipfile.sizeEndCentDir64 + zipfile.sizeEndCentDir64Locator  # type: ignore[attr-defined]
+        size = end[z._ECD_SIZE]
+        start = end[z._ECD_LOCATION] - size
+        if end[z._ECD_SIGNATURE] == z.stringEndArchive64:
+            start -= z.sizeEndCentDir64 + z.sizeEndCentDir64Locator
         f.seek(start)
         directory = bytearray(f.read(size))
         self.bad: dict[int, str] = {}

@@ -973,7 +973,6 @@ def plant_overflow(rng, traj):
                 f"Please reduce the length of the messages or completion."
             ),
         )
-        expect.append(("http-error", k))
     elif variant == "anthropic":
         text = _text(traj["turns"][k]) or "Your reservation"
         t["turns"][k] = reply(
@@ -992,7 +991,6 @@ def plant_overflow(rng, traj):
             ),
             model="gemini-2.5-pro",
         )
-        expect.append(("http-error", k))
     else:
         if not t["episode"]["source_format"].startswith("tau2"):
             return []
