@@ -289,6 +289,19 @@ def dataset_block(scored: Scored) -> list[str]:
         f"{_cell(fig.overall['trajectory'], 'recall')} |"
     )
     lines += ["", f"Labels of categories no rule covers: {not_covered}."]
+    if res.disputes:
+        o = res.raw.overall
+        lines += [
+            "",
+            textwrap.fill(
+                "Without the disputes (raw), all covered: precision "
+                f"{_cell(o['exact'], 'precision')} exact, {_cell(o['tolerant'], 'precision')} "
+                f"tolerant; recall {_cell(o['exact'], 'recall')} exact, "
+                f"{_cell(o['tolerant'], 'recall')} tolerant, {_cell(o['trajectory'], 'recall')} "
+                "in the trajectory.",
+                100,
+            ),
+        ]
     raw_conf, conf = res.raw.attribution, fig.attribution
     keys = set(raw_conf) | set(conf)
     rows = [a for a in ev.ATTRIBUTIONS if any(k[0] == a for k in keys)]
