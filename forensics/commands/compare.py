@@ -7,23 +7,21 @@ from pathlib import Path
 
 import click
 
-from forensics.commands.shared import config_options, fail, is_dash, rules_option, settings, write
+from forensics.commands.shared import (
+    config_options,
+    fail,
+    is_dash,
+    output_option,
+    rules_option,
+    settings,
+    write,
+)
 
 
 @click.command("compare")
 @click.argument("runs", nargs=-1, required=True)
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the comparison as JSON here (- for stdout).",
-)
-@click.option(
-    "--md",
-    "md_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the comparison as Markdown here (- for stdout).",
-)
+@output_option("--json", "Write the comparison as JSON here (- for stdout).")
+@output_option("--md", "Write the comparison as Markdown here (- for stdout).")
 @click.option(
     "--by-run",
     is_flag=True,

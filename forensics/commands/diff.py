@@ -7,18 +7,20 @@ from pathlib import Path
 
 import click
 
-from forensics.commands.shared import config_options, fail, rules_option, settings, write
+from forensics.commands.shared import (
+    config_options,
+    fail,
+    output_option,
+    rules_option,
+    settings,
+    write,
+)
 
 
 @click.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the full comparison as JSON here.",
-)
+@output_option("--json", "Write the full comparison as JSON here.")
 @click.option(
     "--only-common",
     is_flag=True,

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import click
 
-from forensics.commands.shared import config_options, fail, is_dash, rules_option, settings, write
+from forensics.commands.shared import (
+    config_options,
+    fail,
+    is_dash,
+    output_option,
+    rules_option,
+    settings,
+    write,
+)
 
 
 @click.command("eval")
@@ -51,18 +59,8 @@ from forensics.commands.shared import config_options, fail, is_dash, rules_optio
     show_default=True,
     help="Lines a labelled line may sit outside the finding's record at the tolerant level.",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the figures as JSON here; - for stdout.",
-)
-@click.option(
-    "--md",
-    "md_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the figures as Markdown here; - for stdout.",
-)
+@output_option("--json", "Write the figures as JSON here; - for stdout.")
+@output_option("--md", "Write the figures as Markdown here; - for stdout.")
 @rules_option
 @config_options
 def command(

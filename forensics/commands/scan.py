@@ -21,6 +21,7 @@ from forensics.commands.shared import (
     fail,
     gathered,
     is_dash,
+    output_option,
     rules_option,
     setting,
     settings,
@@ -209,11 +210,9 @@ def _scanner(
     ".html; - prints the page to stdout.",
 )
 @click.option("--no-report", is_flag=True, help="Do not write the HTML report.")
-@click.option(
+@output_option(
     "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
-    help="Write the machine result (summary, causes, findings, rejects, gate) here; - for stdout.",
+    "Write the machine result (summary, causes, findings, rejects, gate) here; - for stdout.",
 )
 @click.option(
     "--sarif",
@@ -227,12 +226,7 @@ def _scanner(
     type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
     help="Write JUnit XML here: a testsuite per run, a testcase per trajectory; - for stdout.",
 )
-@click.option(
-    "--md",
-    "md_path",
-    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
-    help="Write the report as Markdown here; - for stdout.",
-)
+@output_option("--md", "Write the report as Markdown here; - for stdout.")
 @click.option(
     "--github",
     is_flag=True,

@@ -78,6 +78,17 @@ def style(stream: TextIO, color: str) -> Any:
     return text.Style(width, on)
 
 
+def output_option(flag: str, help: str) -> Callable[[F], F]:
+    """An output file option (`--json`, `--md`, ...) given as `<name>_path`; `-` is stdout
+    where the command's help says so."""
+    return click.option(
+        flag,
+        f"{flag.removeprefix('--')}_path",
+        type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+        help=help,
+    )
+
+
 def rules_option(f: F) -> F:
     return click.option(
         "--rules",
