@@ -47,6 +47,7 @@ from attacks import (  # noqa: E402
     Attack,
     applicable,
     file_name,
+    leak_windows,
     regex_sites,
     site_attack,
     site_seeds,
@@ -177,11 +178,8 @@ def _intact_secrets(data: bytes) -> list[tuple[str, str]]:
     return out
 
 
-def _leaked(body: str, texts: list[str]) -> bool:
-    """The body, or any 12 characters of it (an excerpt or an error text that cut it), in an
-    output."""
-    width = min(12, len(body))
-    windows = {body[i : i + width] for i in range(len(body) - width + 1)}
+def _leaked(windows: set[str], texts: list[str]) -> bool:
+    """Any 12 characters of a secret (an excerpt or an error text that cut it) in an output."""
     return any(w in text for text in texts for w in windows)
 
 
@@ -232,7 +230,7 @@ def check(worker: Worker, fmt: str, attack: Attack, keep: Path | None, counts: d
             written = _outputs(work, path, out, err)
             secrets = set(attack.secrets) | set(_intact_secrets(attack.data))
             for shape, body in sorted(secrets):
-                if _leaked(body, written):
+                if _leaked(leak_windows(shape, body, attack.data), written):
                     problems.append(("leak", shape))
         for kind, detail in problems:
             counts[kind] += 1

@@ -282,6 +282,7 @@ TURN_COLUMNS: list[Column] = [
         pa.string(),
         "Traces: the id of the span the turn was read from (an LLM call, a tool), so a label "
         "that names a span finds its turns; NULL for sources without spans.",
+        redact=True,
     ),
     Column(
         "span_path",
@@ -289,6 +290,7 @@ TURN_COLUMNS: list[Column] = [
         "Span trees: the span ids from the trace's root down to span_id (its last), so a label "
         "that names an agent or step span finds the turns inside it; NULL where the reader does "
         "not see the tree.",
+        redact=True,
     ),
 ]
 

@@ -252,6 +252,17 @@ def huge_integer(draw: st.DrawFn, raw: bytes) -> Attack:
 EXCERPT = 200  # characters of a record a reject keeps (records._excerpt)
 
 
+def leak_windows(shape: str, body: str, data: bytes) -> set[str]:
+    """The 12-character pieces of a planted secret's body that no output may hold: those found
+    in the input only inside whole copies of the secret. Placing a secret inside a line can cut
+    a copy planted there before in two; the pieces left outside a copy are no secret any more
+    (nothing marks them as one), and a piece across a JSON escape is not in the raw text."""
+    rest = data.decode("utf-8", "replace").replace(SECRETS[shape][0], "")
+    width = min(12, len(body))
+    pieces = {body[i : i + width] for i in range(len(body) - width + 1)}
+    return {piece for piece in pieces if piece not in rest}
+
+
 def _escaped(secret: str, draw: st.DrawFn) -> str:
     """The secret with one of its characters as a JSON \\u escape: raw text does not match the
     shape, the decoded value does."""

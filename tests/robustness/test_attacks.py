@@ -18,7 +18,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from attacks import BOMB_BUDGET_MB, CLASSES, Attack, applicable, file_name
+from attacks import BOMB_BUDGET_MB, CLASSES, Attack, applicable, file_name, leak_windows
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -37,9 +37,7 @@ PROPERTY = settings(
 )
 
 
-def _leaked(body: str, texts: dict[str, str]) -> list[str]:
-    width = min(12, len(body))
-    windows = {body[i : i + width] for i in range(len(body) - width + 1)}
+def _leaked(windows: set[str], texts: dict[str, str]) -> list[str]:
     return [where for where, text in texts.items() if any(w in text for w in windows)]
 
 
@@ -120,7 +118,7 @@ def test_every_format_under_each_attack_class(kind, data, tmp_path_factory):
     texts = _texts(out, stdout, stderr)
     for path, (fmt, attack) in attacks.items():
         for shape, body in attack.secrets:
-            if where := _leaked(body, texts):
+            if where := _leaked(leak_windows(shape, body, attack.data), texts):
                 problems.append((fmt, f"leak of {shape}", where[:2], os.fsencode(path.name)))
     for problem in problems:  # in full, as pytest clips the assertion's values
         print(*problem)

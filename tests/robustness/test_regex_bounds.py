@@ -69,7 +69,6 @@ RE_PATTERNS: dict[str, str] = {
     "forensics.ingest.formats.harbor._CONT": "a file name",
     "forensics.ingest.formats.openhands._EVENT_NAME": "a file name",
     "forensics.ingest.formats.openhands._HISTORY": "literal key",
-    "forensics.ingest.formats.otlp._INDEXED": "an attribute key, anchored",
     "forensics.ingest.formats.sharegpt._CALL": "each <tool_call> matches, to its closer or the end",
     "forensics.ingest.formats.sharegpt._NAME": "literal key, then one class",
     "forensics.ingest.formats.sharegpt._THINK": "anchored at the text's start",

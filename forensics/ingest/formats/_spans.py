@@ -11,17 +11,19 @@ convention is read the same way in every container.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from forensics import linear
 from forensics.ingest.parse import jsonwalk
 from forensics.ingest.parse.apicommon import as_int, count_of, json_text, text_of
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
-_INDEXED = re.compile(
+# RE2: attribute keys come from the input file (a crafted one may be a megabyte long).
+_INDEXED = linear.compile(
     r"^(llm\.(?:input|output)_messages|gen_ai\.(?:prompt|completion))\.(\d+)\.(.+)$"
 )
+_TOOL_CALL_KEY = linear.compile(r"tool_calls\.(\d+)\.(?:tool_call\.)?(.+)$")
 
 
 # Semantic conventions 1.37+: one event per call holds its content (input, output, system
@@ -118,7 +120,7 @@ def _flat_message(fields: dict[str, Any]) -> dict[str, Any]:
         content = "\n".join(str(v) for _, v in parts) if parts else None
     calls: dict[int, dict[str, Any]] = {}
     for key, value in f.items():
-        m = re.match(r"tool_calls\.(\d+)\.(?:tool_call\.)?(.+)$", key)
+        m = _TOOL_CALL_KEY.match(key)
         if m:
             slot = m.group(2).removeprefix("function.")
             if (index := count_of(m.group(1))) is not None:
