@@ -304,6 +304,15 @@ def _union(category: str) -> str:
 # One pattern per category, case-insensitive.
 ENV_FAULT: dict[str, str] = {c: _union(c) for c in ENV_FAULT_CATEGORIES}
 
+# A fault the agent made itself by running a template as written: an API key or an address
+# left as its placeholder (Who&When Algorithm-Generated/120: `googlemaps.Client(key=
+# 'YOUR_API_KEY')` refused; /83: `curl: (6) Could not resolve host: <URL>`). The service
+# refused or could not be found because of the model's code, not the environment.
+PLACEHOLDER = (
+    r"(?i)\byour[_-]?api[_-]?key\b|\bapi[_-]?key[_-]?here\b"
+    r"|<(?:url|host|hostname|domain|api[_ -]?key|token|your[_ -][a-z_ -]{1,30})>"
+)
+
 
 def _sql_literal(pattern: str) -> str:
     return "'" + pattern.replace("'", "''") + "'"
@@ -332,7 +341,8 @@ def sql_macros() -> list[str]:
         "create or replace macro context_overflow(t) as "
         f"coalesce(regexp_matches(t, '{literal}'), false)",
         # The category of environment fault a tool result or span status reports (NULL: none).
-        f"create or replace macro env_fault(t) as case {cases} end",
+        "create or replace macro env_fault(t) as case "
+        f"when regexp_matches(t, {_sql_literal(PLACEHOLDER)}) then null {cases} end",
         # The line of t that shows a fault of that category, and that line in its context.
         f"create or replace macro env_fault_line(t, category) as case {per_category(line)} end",
         "create or replace macro env_fault_excerpt(t, category) as "

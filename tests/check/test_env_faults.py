@@ -109,3 +109,28 @@ def test_faults_the_agent_got_past_are_no_finding(name: str) -> None:
     result = forensics.scan([str(CORPUS / name)])
     assert result.turns.height > 0
     assert _env_findings(result) == set()
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        # Who&When Algorithm-Generated/120: the agent's own code kept the template's key
+        "exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\n"
+        "    gmaps = googlemaps.Client(key='YOUR_API_KEY') # Replace 'YOUR_API_KEY'\n"
+        "ValueError: Invalid API key provided.",
+        # Who&When Algorithm-Generated/83: curl run on the template's address
+        "curl: (6) Could not resolve host: <URL>",
+    ],
+)
+def test_a_placeholder_the_agent_ran_as_written_is_its_own_fault(
+    tmp_path: Path, fault: str
+) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([_episode(1, fault)], indent=1), encoding="utf-8")
+    assert _env_findings(forensics.scan([str(path)])) == set()
+    # the same refusal without the placeholder is the environment's
+    real = fault.replace("YOUR_API_KEY", "AIzaSyD3xample").replace("<URL>", "maps.example.org")
+    path.write_text(json.dumps([_episode(1, real)], indent=1), encoding="utf-8")
+    assert {f[0] for f in _env_findings(forensics.scan([str(path)]))} == {
+        "env-auth-failed" if "key" in fault else "env-unreachable"
+    }
