@@ -146,8 +146,10 @@ def run_shard(
             pipeline.read(pipeline.expand(local_files, settings), settings), rules
         )
         names = {redact_name(clean_text(k)): v for k, v in fetched.items()}
+        turns = result.turns
+        assert isinstance(turns, pl.DataFrame)  # read without a store: the turns in memory
         frames = {
-            "turns": result.turns,
+            "turns": turns,
             "trajectories": result.trajectories,
             "findings": result.findings,
             "rejects": result.rejects,
@@ -164,7 +166,7 @@ def run_shard(
         }
         runs = set(result.trajectories["run_id"].to_list())
         dirs = {_folder(f) for f in shard.files}
-        signature = fusion.signature(result.turns, result.trajectories) if settings.fuse else None
+        signature = fusion.signature(turns, result.trajectories) if settings.fuse else None
         return ShardDone(shard.index, reports, not_checked, runs, sidecar_dirs, dirs, signature)
 
 

@@ -314,11 +314,7 @@ def coverage(result: ScanResult, named: Iterable[str] = ()) -> Coverage:
 
     named: the paths the scan was given, as given; a skipped entry whose path is one of them
     was named by its own path, not found by a walk or a glob (Coverage.named_skipped)."""
-    read = {
-        p
-        for frame in (result.turns, result.trajectories)
-        for p in frame["source_path"].drop_nulls().unique().to_list()
-    }
+    read = {*result.turn_paths(), *result.trajectories["source_path"].drop_nulls().to_list()}
     # An artifact whose episodes were fused into another's was read all the same.
     read |= set(result.trajectories["sources"].explode().drop_nulls().unique().to_list())
     rejects: dict[str, list[tuple[Any, str]]] = {}
@@ -364,7 +360,7 @@ def unchecked_rules(result: ScanResult) -> dict[str, list[str]]:
     """
     fired = set(result.findings["rule"].unique().to_list())
     rules = [r for r in result.rules if r.id not in fired]
-    with_turns = set(result.turns["source_path"].drop_nulls().unique().to_list())
+    with_turns = set(result.turn_paths())
     if not with_turns:  # no turn at all: every rule that needs a column had nothing to read
         return {r.id: r.missing(set()) for r in rules if r.requires}
     out: dict[str, list[str]] = {}

@@ -23,11 +23,12 @@ import pyarrow as pa
 
 from forensics import atomic, ingest, progress, schema
 from forensics import config as config_mod
-from forensics.check import engine, enrich
+from forensics.check import engine, enrich, turnstore
 from forensics.config import Settings
 from forensics.diagnosis import coverage
 from forensics.diagnosis import diagnose as diagnose_mod
 from forensics.diagnosis.result import ScanResult
+from forensics.ingest import fusion
 from forensics.ingest.parse import files as ingest_files
 from forensics.ingest.parse.files import InputError
 from forensics.redact import redact_name, redact_table, redact_text
@@ -143,7 +144,8 @@ def scan(
     settings = config_mod.choose(settings, [r.id for r in pack], select, ignore)
     rules = settings.apply(pack)
     expansion = expand(names(paths), settings, exclude)
-    result = diagnose(check(read(expansion, settings), rules), rules)
+    store = turnstore.TurnStore()
+    result = diagnose(check(read(expansion, settings, store), rules, store), rules)
     result.config = settings.shown_source()
     return result
 
@@ -222,10 +224,43 @@ def _drop_outputs(expansion: ingest_files.Expansion, exclude: Sequence[PathLike]
     expansion.skipped.sort()
 
 
-def read(expansion: ingest_files.Expansion, settings: Settings) -> ingest.Ingested:
+def read(
+    expansion: ingest_files.Expansion,
+    settings: Settings,
+    store: turnstore.TurnStore | None = None,
+) -> ingest.Ingested:
     """The expansion's files read into tables (its unreadable entries as rejects), redacted:
-    what every later stage sees."""
-    return redacted(ingest.read(expansion, limits=settings.limits, fuse=settings.fuse))
+    what every later stage sees.
+
+    With a store, the turns go there as they are read (redacted and enriched a batch at a
+    time), the turns table returned is empty, and fusion completes the stored episodes.
+    """
+    if store is None:
+        return redacted(ingest.read(expansion, limits=settings.limits, fuse=settings.fuse))
+    data = redacted(ingest.read(expansion, limits=settings.limits, sink=store.write))
+    store.flush()
+    members = fusion.plan(data.trajectories, lambda: _pairs(store)) if settings.fuse else {}
+    if not members:
+        return replace(data, trajectories=fusion.with_sources(data.trajectories))
+    ids = sorted({t for group in members.values() for t in group})
+    stored = store.of_trajectories(ids, schema.RAW_TURNS.names)
+    raw = stored.drop(turnstore.ROW).to_arrow().cast(schema.RAW_TURNS)
+    fused = fusion.merge(raw, data.trajectories, members)
+    absorbed = [t for group in members.values() for t in group[1:]]
+    kept = stored.filter(~pl.col("trajectory_id").is_in(absorbed)).get_column(turnstore.ROW)
+    store.replace(ids, frame(fused.turns).with_columns(kept))
+    files = [replace(f) for f in data.files]
+    ingest.note_merged(files, fused.merged_into)
+    return replace(data, trajectories=fused.trajectories, files=files)
+
+
+def _pairs(store: turnstore.TurnStore) -> pl.DataFrame:
+    """Fusion's (trajectory_id, fp) pairs of every stored turn, read a slice at a time."""
+    columns = ["trajectory_id", "turn_index", "role", "content", "tool_calls"]
+    parts = [fusion.pairs_of(part) for part in store.chunks(columns)]
+    if not parts:
+        return pl.DataFrame(schema={"trajectory_id": pl.String, "fp": pl.UInt64})
+    return pl.concat(parts).unique(maintain_order=True)
 
 
 @dataclass
@@ -233,7 +268,8 @@ class Checked:
     """A read's tables, enriched and checked by the rules, with the files it read and skipped:
     what diagnosis takes (and what a shard of a distributed scan writes)."""
 
-    turns: pl.DataFrame
+    # a frame, or the store the scan streamed them to (a scan in one process)
+    turns: pl.DataFrame | turnstore.TurnStore
     trajectories: pl.DataFrame
     findings: pl.DataFrame
     rejects: pl.DataFrame
@@ -243,10 +279,29 @@ class Checked:
     not_checked: dict[str, dict[str, list[str]]]
 
 
-def check(data: ingest.Ingested, rules: list[engine.Rule]) -> Checked:
+def check(
+    data: ingest.Ingested, rules: list[engine.Rule], store: turnstore.TurnStore | None = None
+) -> Checked:
     """Enrich the turns and run the rules. Pass the read as a temporary (check(read(...))):
-    its Arrow turns are freed before enrichment grows the frame that holds their copy."""
+    its Arrow turns are freed before enrichment grows the frame that holds their copy. With
+    the store the read streamed its turns to (already enriched), the rules run over it."""
     progress.stage("checking rules")
+    if store is not None:
+        rejects = frame(data.rejects)
+        if store.failures:
+            failed = frame(pa.Table.from_pylist(store.failures, schema=schema.REJECTS))
+            rejects = pl.concat([rejects, failed])
+        trajectories = frame(data.trajectories)
+        checked = engine.check(store, trajectories, rules)
+        return Checked(
+            turns=store,
+            trajectories=trajectories,
+            findings=checked.findings,
+            rejects=rejects,
+            files=_with_notes(data.files, coverage.excerpt_notes(store)),
+            skipped=data.skipped,
+            not_checked=checked.not_checked,
+        )
     raw_turns = frame(data.turns)
     trajectories = frame(data.trajectories)
     rejects = frame(data.rejects)
@@ -290,7 +345,7 @@ def diagnose(checked: Checked, rules: list[engine.Rule]) -> Scan:
     files = [f for f in checked.files if not f.skipped]
     skipped = sorted([*checked.skipped, *((f.path, f.reason) for f in checked.files if f.skipped)])
     return Scan(
-        turns=checked.turns,
+        turn_source=checked.turns,
         trajectories=checked.trajectories,
         findings=checked.findings,
         rejects=checked.rejects,

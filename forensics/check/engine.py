@@ -23,7 +23,7 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import interrupts, schema
-from forensics.check import fingerprint, provider_errors, rulefile
+from forensics.check import fingerprint, provider_errors, rulefile, turnstore
 from forensics.check import params as params_mod
 from forensics.check.params import Param, ParamError
 from forensics.content import content_dir
@@ -185,6 +185,21 @@ def _details(rule: Rule, columns: dict[str, Any]) -> str:
     )
 
 
+def _located(
+    con: duckdb.DuckDBPyConnection, turns: pl.DataFrame | turnstore.TurnStore, found: pl.DataFrame
+) -> pl.DataFrame:
+    """Where each turn the findings name was read: of a store, only those turns are fetched."""
+    if isinstance(turns, pl.DataFrame):
+        return turns.select("trajectory_id", "turn_index", *_LOCATION)
+    con.register("_named", found.select("trajectory_id", "turn_index").unique().to_arrow())
+    got = con.sql(
+        f"select trajectory_id, turn_index, {', '.join(_LOCATION)} from {turnstore.TABLE} "
+        "semi join _named using (trajectory_id, turn_index) "
+        f"order by {turnstore.ROW}"
+    ).to_arrow_table()
+    return cast(pl.DataFrame, pl.from_arrow(got))
+
+
 @dataclass
 class Checked:
     findings: pl.DataFrame
@@ -192,60 +207,67 @@ class Checked:
     not_checked: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
-def _present_columns(turns: pl.DataFrame) -> dict[str, set[str]]:
+def _present_columns(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
     """Per source file, the columns that hold at least one value."""
-    if turns.is_empty():
-        return {}
     cols = [c for c in schema.TURNS.names if c != "source_path"]
-    agg = turns.group_by("source_path").agg([pl.col(c).is_not_null().any().alias(c) for c in cols])
+    held = ", ".join(f'bool_or("{c}" is not null)' for c in cols)
+    rows = con.execute(f"select source_path, {held} from turns group by source_path").fetchall()
     return {
-        row["source_path"]: {c for c in cols if row[c]} | {"source_path"}
-        for row in agg.iter_rows(named=True)
+        row[0]: {c for c, has in zip(cols, row[1:], strict=True) if has} | {"source_path"}
+        for row in rows
     }
 
 
-def check(turns: pl.DataFrame, trajectories: pl.DataFrame, rules: list[Rule]) -> Checked:
-    """Run every rule over the tables; findings sorted by file, line, rule."""
-    present = _present_columns(turns)
-    not_checked: dict[str, dict[str, list[str]]] = {}
-    for path, cols in sorted(present.items()):
-        for rule in rules:
-            if not rule.checkable(cols):
-                not_checked.setdefault(path, {})[rule.id] = rule.missing(cols)
+_LOCATION = ["run_id", "task_id", "trial", "role", "actor", "source_path", "source_line"]
 
-    con = duckdb.connect()
+
+def check(
+    turns: pl.DataFrame | turnstore.TurnStore, trajectories: pl.DataFrame, rules: list[Rule]
+) -> Checked:
+    """Run every rule over the tables; findings sorted by file, line, rule. The turns are a
+    frame, or a store whose on-disk table the rules read as it is."""
+    if isinstance(turns, turnstore.TurnStore):
+        con = turns.con.cursor()
+        con.execute(
+            f"create temp view turns as select * exclude ({turnstore.ROW}) from {turnstore.TABLE}"
+        )
+    else:
+        con = duckdb.connect()
+        # The newest Arrow layout keeps polars' string views: DuckDB reads them as they are,
+        # where the default layout would copy every text column of the turns.
+        con.register("turns", turns.to_arrow(compat_level=pl.CompatLevel.newest()))
     # Vocabulary the rules share (provider_errors.py: how each provider words an overflow).
     for macro in provider_errors.sql_macros():
         con.execute(macro)
-    # The newest Arrow layout keeps polars' string views: DuckDB reads them as they are, where
-    # the default layout would copy every text column of the turns for the rules to read.
-    con.register("turns", turns.to_arrow(compat_level=pl.CompatLevel.newest()))
     con.register("trajectories", trajectories.to_arrow())
-    frames = []
     try:
-        with interrupts.watched():
-            for rule in rules:
-                frames.append(_run(con, rule))
+        return _checked(con, turns, trajectories, rules)
     finally:
         con.close()
+
+
+def _checked(
+    con: duckdb.DuckDBPyConnection,
+    turns: pl.DataFrame | turnstore.TurnStore,
+    trajectories: pl.DataFrame,
+    rules: list[Rule],
+) -> Checked:
+    present = _present_columns(con)
+    not_checked: dict[str, dict[str, list[str]]] = {}
+    for path, cols in sorted(present.items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
+        for rule in rules:
+            if not rule.checkable(cols):
+                not_checked.setdefault(path, {})[rule.id] = rule.missing(cols)
+    frames = []
+    with interrupts.watched():
+        for rule in rules:
+            frames.append(_run(con, rule))
     empty = cast(pl.DataFrame, pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS)))
     if not frames:
         return Checked(empty, not_checked)
     found = pl.concat(frames, how="vertical_relaxed")
     located = found.join(
-        turns.select(
-            "trajectory_id",
-            "turn_index",
-            "run_id",
-            "task_id",
-            "trial",
-            "role",
-            "actor",
-            "source_path",
-            "source_line",
-        ),
-        on=["trajectory_id", "turn_index"],
-        how="left",
+        _located(con, turns, found), on=["trajectory_id", "turn_index"], how="left"
     )
     # A finding about a whole episode (turn_index NULL, e.g. an episode whose exception left no
     # turns) is located where the episode starts.

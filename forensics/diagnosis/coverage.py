@@ -19,6 +19,8 @@ from typing import Any
 import polars as pl
 
 from forensics import markers
+from forensics.check import turnstore
+from forensics.check.turnstore import TurnStore
 from forensics.ingest import spec_of
 
 # Columns only an API capture (a proxy log, HAR, SSE stream, LiteLLM log, SDK dump) records.
@@ -118,7 +120,48 @@ def summary(grouped: list[dict[str, Any]], files: int) -> dict[str, Any]:
     return {"files": files, "not_run": nowhere, "partly_run": partly}
 
 
-def excerpt_notes(turns: pl.DataFrame) -> dict[str, str]:
+_END_COLUMNS = (
+    "source_path",
+    "actor",
+    "tool_calls",
+    "has_tool_calls",
+    "text_call_format",
+    "tool_call_count",
+    "text_calls",
+)
+
+
+def _episode_ends(turns: pl.DataFrame | TurnStore) -> pl.DataFrame:
+    """Each trajectory's last turn (the columns excerpt_notes reads) and its count of messages
+    other than system prompts, in trajectory order."""
+    if isinstance(turns, pl.DataFrame):
+        if turns.is_empty():
+            return pl.DataFrame()
+        return (
+            turns.sort("trajectory_id", "turn_index")
+            .group_by("trajectory_id", maintain_order=True)
+            .agg(
+                *(pl.col(c).last() for c in _END_COLUMNS),
+                (pl.col("role") != "system").sum().alias("messages"),
+            )
+        )
+    columns = ", ".join(_END_COLUMNS)
+    return turns.sql(
+        f"""
+        select trajectory_id, {columns}, messages from (
+          select *,
+                 count(*) filter (where role <> 'system') over (partition by trajectory_id)
+                   as messages,
+                 row_number() over (partition by trajectory_id order by turn_index desc, _row desc)
+                   as back
+          from {turnstore.TABLE})
+        where back = 1
+        order by trajectory_id
+        """
+    )
+
+
+def excerpt_notes(turns: pl.DataFrame | TurnStore) -> dict[str, str]:
     """Per file, what it can not show about the tool calls its episodes end on (issue 21).
 
     A recorded reply that ends its episode with a tool call (structured, or written as text)
@@ -128,7 +171,8 @@ def excerpt_notes(turns: pl.DataFrame) -> dict[str, str]:
     A reply that is the episode's only message also lacks the request it answers.
     Rather than stay silent, each such file gets a note saying so: path -> note.
     """
-    if turns.is_empty():
+    ends = _episode_ends(turns)
+    if ends.is_empty():
         return {}
     # A call that ends the run (finish, submit, mark_task_complete, mini-swe-agent's submission)
     # has nothing to come back: the run ended as it should.
@@ -145,20 +189,12 @@ def excerpt_notes(turns: pl.DataFrame) -> dict[str, str]:
         .fill_null(False)
     )
     calls = (pl.col("has_tool_calls") & ~final) | pl.col("text_call_format").is_not_null()
-    last = (
-        turns.sort("trajectory_id", "turn_index")
-        .group_by("trajectory_id", maintain_order=True)
-        .agg(
-            pl.col("source_path").last(),
-            (pl.col("actor").last() == "agent") & calls.last(),
-            (
-                pl.col("tool_call_count").last()
-                + pl.col("text_calls").last().list.len().fill_null(0)
-            ).alias("calls"),
-            (pl.col("role") != "system").sum().alias("messages"),
-        )
-        .filter(pl.col("actor"))
-    )
+    last = ends.select(
+        "source_path",
+        (pl.col("actor") == "agent") & calls,
+        (pl.col("tool_call_count") + pl.col("text_calls").list.len().fill_null(0)).alias("calls"),
+        "messages",
+    ).filter(pl.col("actor"))
     notes: dict[str, str] = {}
     for (path,), rows in last.group_by(["source_path"], maintain_order=True):
         replies, n_calls = rows.height, int(rows["calls"].sum())

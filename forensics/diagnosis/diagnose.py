@@ -16,8 +16,10 @@ from typing import Any, cast
 
 import polars as pl
 
+from forensics.check import turnstore
 from forensics.check.engine import Rule
 from forensics.diagnosis.causes import UNCLASSIFIED, CausePack, cause_pack
+from forensics.diagnosis.facts import Turns
 from forensics.diagnosis.facts import compute as cause_facts
 from forensics.ingest import spec_of
 from forensics.schema import SEVERITIES
@@ -101,7 +103,7 @@ def _rank_key(c: Cause, order: int) -> tuple[float, float, int, str]:
 
 def diagnose(
     findings: pl.DataFrame,
-    turns: pl.DataFrame,
+    turns: Turns,
     trajectories: pl.DataFrame,
     rules: list[Rule],
     rules_dir: Path | Sequence[Path],
@@ -263,7 +265,7 @@ def _parser_checks(trajectories: pl.DataFrame, pack: CausePack) -> list[ParserCh
 
 
 def _keep(
-    turns: pl.DataFrame,
+    turns: Turns,
     trajectories: pl.DataFrame,
     findings: pl.DataFrame,
     parsers: list[ParserCheck],
@@ -287,13 +289,25 @@ def _keep(
     for check in parsers:
         if check.expected != check.parser:
             continue
-        agent = turns.filter((pl.col("run_id") == check.run_id) & (pl.col("actor") == "agent"))
-        if agent.filter(pl.col("content").str.contains("<tool_call>")).is_empty():
+        if not _leaked_markup(turns, check.run_id):
             keep.append(
                 f"--tool-call-parser {check.parser} matches {check.model} and no tool-call "
                 f"markup leaked into content in {check.run_id}: keep it."
             )
     return keep
+
+
+def _leaked_markup(turns: Turns, run_id: str) -> bool:
+    """Whether an agent turn of the run has `<tool_call>` in its content."""
+    if isinstance(turns, pl.DataFrame):
+        agent = turns.filter((pl.col("run_id") == run_id) & (pl.col("actor") == "agent"))
+        return not agent.filter(pl.col("content").str.contains("<tool_call>")).is_empty()
+    found = turns.sql(
+        f"select count(*) as n from {turnstore.TABLE} where run_id = ? and actor = 'agent' "
+        "and contains(content, '<tool_call>')",
+        [run_id],
+    )
+    return bool(found["n"][0])
 
 
 def _rerun(fmt: str | None, tasks: list[str]) -> str | None:

@@ -33,7 +33,9 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import markers
+from forensics.check import turnstore
 from forensics.check.engine import RuleError
+from forensics.check.turnstore import TurnStore
 from forensics.diagnosis.causes import CausePack, CauseSpec
 
 CHARS_PER_TOKEN = 4.0  # English prose; only used when the log has no token counts
@@ -86,17 +88,31 @@ def _sglang() -> pa.Table:
     )
 
 
+Turns = pl.DataFrame | TurnStore
+
+
+def _keyed(turns: Turns, groups: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """The turns some finding points at, with their position in the scan (`_row`, first)."""
+    if isinstance(turns, pl.DataFrame):
+        return turns.with_row_index(ROW)
+    return turns.keyed([k for found in groups.values() for k in _keys(found)])
+
+
+def _keys(found: pl.DataFrame) -> list[str]:
+    return (found["trajectory_id"] + "#" + found["turn_index"].cast(pl.String)).to_list()
+
+
 def _shares(
-    groups: Mapping[str, pl.DataFrame], turns: pl.DataFrame, trajectories: pl.DataFrame
+    groups: Mapping[str, pl.DataFrame], turns: Turns, trajectories: pl.DataFrame
 ) -> dict[str, pl.DataFrame]:
     """Each cause's share of every table, stacked, with the cause's id in `_cause`. Turns and
     trajectories carry their position in the scan; findings theirs in the cause's group."""
-    turns = turns.with_row_index(ROW)
+    turns = _keyed(turns, groups)
     trajectories = trajectories.with_row_index(ROW)
     parts: dict[str, list[pl.DataFrame]] = {name: [] for name in _SHARES}
     for cid, found in groups.items():
         ids = found["trajectory_id"].unique().to_list()
-        keys = (found["trajectory_id"] + "#" + found["turn_index"].cast(pl.String)).to_list()
+        keys = _keys(found)
         episodes = trajectories.filter(pl.col("trajectory_id").is_in(ids))
         share = {
             "findings": found.with_row_index(ROW),
@@ -125,16 +141,23 @@ def _cursor() -> duckdb.DuckDBPyConnection:
 def _connect(
     pack: CausePack,
     groups: Mapping[str, pl.DataFrame],
-    turns: pl.DataFrame,
+    turns: Turns,
     trajectories: pl.DataFrame,
     first: str,
 ) -> duckdb.DuckDBPyConnection:
     """The tables, with the share of the `first` cause, then the macros: a macro binds to the
     tables it reads when it is created. Each cause's share is copied into the same tables when
     its turn comes (see _share)."""
-    con = _cursor()
     # Every turn of the scan stays where it is, not copied: few queries read it.
-    con.register("all_turns", _arrow(turns.with_row_index(ROW)))
+    if isinstance(turns, TurnStore):
+        con = turns.con.cursor()
+        con.execute(
+            f"create temp view all_turns as select {ROW}, * exclude ({ROW}) "
+            f"from main.{turnstore.TABLE}"
+        )
+    else:
+        con = _cursor()
+        con.register("all_turns", _arrow(turns.with_row_index(ROW)))
     for name, frame in _shares(groups, turns, trajectories).items():
         con.register(f"_{name}", _arrow(frame))
     for name, table in (("lookups", _lookups(pack)), ("sglang_parsers", _sglang())):
@@ -154,7 +177,7 @@ def _connect(
 def compute(
     pack: CausePack,
     groups: Mapping[str, pl.DataFrame],
-    turns: pl.DataFrame,
+    turns: Turns,
     trajectories: pl.DataFrame,
 ) -> dict[str, dict[str, Any]]:
     """The parameters of each cause over its findings (`groups`: cause id -> findings): cause

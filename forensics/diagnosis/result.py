@@ -16,7 +16,8 @@ import polars as pl
 import pyarrow as pa
 
 from forensics import ingest, schema
-from forensics.check import engine
+from forensics.check import engine, turnstore
+from forensics.check.turnstore import TurnStore
 from forensics.diagnosis import diagnose as diagnose_mod
 
 # name -> (description, select). Views over the tables, in every store.
@@ -76,7 +77,9 @@ order by trajectories desc, rule_a, rule_b
 
 @dataclass
 class ScanResult:
-    turns: pl.DataFrame
+    # The turns as a frame, or the on-disk store a scan streamed them to (check.turnstore):
+    # then `turns` reads them whole only when asked, and SQL reads them where they are.
+    turn_source: pl.DataFrame | TurnStore
     trajectories: pl.DataFrame
     findings: pl.DataFrame
     rejects: pl.DataFrame
@@ -89,16 +92,49 @@ class ScanResult:
     # directory (Settings.shown_source); None when none was.
     config: str | None = None
     _con: duckdb.DuckDBPyConnection | None = field(default=None, init=False, repr=False)
+    _turns: pl.DataFrame | None = field(default=None, init=False, repr=False)
 
     def __repr__(self) -> str:
         counts = f"files={len(self.files)}, trajectories={self.trajectories.height}, "
-        counts += f"turns={self.turns.height}, findings={self.findings.height}, "
+        counts += f"turns={self.turn_count}, findings={self.findings.height}, "
         return f"{type(self).__name__}({counts}rejects={self.rejects.height})"
 
+    @property
+    def turns(self) -> pl.DataFrame:
+        """Every turn (schema.TURNS) as one frame. A scan keeps its turns on disk: the frame is
+        read the first time it is asked for, and holds them all in memory; `sql()` does not."""
+        if isinstance(self.turn_source, pl.DataFrame):
+            return self.turn_source
+        if self._turns is None:
+            self._turns = self.turn_source.frame()
+        return self._turns
+
+    @property
+    def turn_count(self) -> int:
+        source = self.turn_source
+        return source.height if isinstance(source, pl.DataFrame) else source.count()
+
+    def turn_paths(self) -> list[str]:
+        """The files that gave turns, sorted."""
+        if isinstance(self.turn_source, pl.DataFrame):
+            return sorted(self.turn_source["source_path"].drop_nulls().unique().to_list())
+        got = self.turn_source.sql(
+            f"select distinct source_path from {turnstore.TABLE} where source_path is not null"
+        )
+        return sorted(got["source_path"].to_list())
+
+    def turns_of(self, keys: list[str]) -> pl.DataFrame:
+        """The turns whose turn_key is one of keys, in scan order."""
+        if isinstance(self.turn_source, pl.DataFrame):
+            return self.turn_source.filter(pl.col("turn_key").is_in(keys))
+        return self.turn_source.keyed(keys).drop(turnstore.ROW)
+
     def connection(self) -> duckdb.DuckDBPyConnection:
-        """In-memory DuckDB with every table of schema.TABLES and the views of VIEWS."""
+        """DuckDB with every table of schema.TABLES and the views of VIEWS (the turns read
+        where the scan keeps them)."""
         if self._con is None:
-            self._con = duckdb.connect()
+            source = self.turn_source
+            self._con = duckdb.connect() if isinstance(source, pl.DataFrame) else source.cursor()
             register(self._con, self)
         return self._con
 
@@ -189,7 +225,12 @@ def runs_frame(result: ScanResult) -> pl.DataFrame:
             pl.col("reward").mean().alias("mean_reward"),
         )
     )
-    turns = result.turns.group_by("run_id").agg(pl.len().cast(pl.Int64).alias("turns"))
+    if isinstance(result.turn_source, pl.DataFrame):
+        turns = result.turns.group_by("run_id").agg(pl.len().cast(pl.Int64).alias("turns"))
+    else:
+        turns = result.turn_source.sql(
+            f"select run_id, count(*)::bigint as turns from {turnstore.TABLE} group by run_id"
+        )
     found = result.findings.group_by("run_id").agg(
         pl.len().cast(pl.Int64).alias("findings"),
         pl.col("trajectory_id").n_unique().cast(pl.Int64).alias("trajectories_with_findings"),
@@ -212,17 +253,17 @@ def trajectories_frame(result: ScanResult) -> pl.DataFrame:
     return result.trajectories.with_columns(fault.alias("fault_class"))
 
 
-def tables(result: ScanResult) -> dict[str, pl.DataFrame]:
-    """Every table of schema.TABLES for this scan, in that order."""
+def tables(result: ScanResult, *, turns: bool = True) -> dict[str, pl.DataFrame]:
+    """Every table of schema.TABLES for this scan, in that order (without turns: the others)."""
     frames = {
-        "turns": result.turns,
+        "turns": result.turns if turns else pl.DataFrame(),
         "trajectories": trajectories_frame(result),
         "findings": result.findings,
         "rejects": result.rejects,
         "causes": causes_frame(result),
         "runs": runs_frame(result),
     }
-    return {name: frames[name] for name in schema.TABLES}
+    return {name: frames[name] for name in schema.TABLES if turns or name != "turns"}
 
 
 def sql_string(text: str) -> str:
@@ -238,7 +279,12 @@ def create_views(con: duckdb.DuckDBPyConnection, temporary: bool) -> None:
 
 
 def register(con: duckdb.DuckDBPyConnection, result: ScanResult) -> None:
-    """Every table and view of the scan, in memory, on con."""
-    for name, frame in tables(result).items():
+    """Every table and view of the scan on con: registered frames, and the turns a store keeps
+    as a view of its table (con is then a cursor of the store)."""
+    stored = not isinstance(result.turn_source, pl.DataFrame)
+    for name, frame in tables(result, turns=not stored).items():
         con.register(name, frame.select(schema.TABLES[name].names).to_arrow())
+    if stored:
+        names = ", ".join(f'"{c}"' for c in schema.TURNS.names)
+        con.execute(f"create temp view turns as select {names} from main.{turnstore.TABLE}")
     create_views(con, temporary=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,15 +132,23 @@ def ingest(
 
 
 def read(
-    expansion: files.Expansion, *, limits: files.Limits | None = None, fuse: bool = True
+    expansion: files.Expansion,
+    *,
+    limits: files.Limits | None = None,
+    fuse: bool = True,
+    sink: Callable[[pa.RecordBatch], None] | None = None,
 ) -> Ingested:
     """Read the files of an expansion into the tables; the entries it could not read come
-    first, as rejects, and the entries it skipped are listed."""
+    first, as rejects, and the entries it skipped are listed.
+
+    sink: where the turns go, in record batches of whole episodes, as they are read; the
+    turns table is then empty, and fusion (which needs the turns) is left to the caller.
+    """
     # The collector comes back on only once the rows are Arrow tables and the Python objects
     # they were built from are freed: it never walks them (otherwise its first passes after
     # the read walk every row and message once more, for nothing).
     with no_cyclic_gc():
-        ingested = _read(expansion, limits or files.Limits(), fuse)
+        ingested = _read(expansion, limits or files.Limits(), fuse, sink)
     # A full collection empties the interpreter's free lists (tuples, dicts, floats): their
     # objects, the last ones the read freed, are scattered over the arenas of the parsed JSON
     # and keep them from going back to the system (about 100 MB after a 1 GB capture).
@@ -148,8 +156,13 @@ def read(
     return ingested
 
 
-def _read(expansion: files.Expansion, limits: files.Limits, fuse: bool) -> Ingested:
-    collector = Collector()
+def _read(
+    expansion: files.Expansion,
+    limits: files.Limits,
+    fuse: bool,
+    sink: Callable[[pa.RecordBatch], None] | None,
+) -> Ingested:
+    collector = Collector(sink)
     reports: list[FileReport] = []
     for named, reason in expansion.rejected:
         collector.reject(named, None, reason)
@@ -165,15 +178,21 @@ def _read(expansion: files.Expansion, limits: files.Limits, fuse: bool) -> Inges
     for report in reports:
         if report.format == sidecars.FORMAT:
             report.note = sidecars.describe(Path(report.path), trajectories)
-    fused = fusion.fuse(turns, trajectories) if fuse else fusion.unfused(turns, trajectories)
-    turns, trajectories = fused.turns, fused.trajectories
-    for report in reports:
-        if others := fused.merged_into.get(report.path):
-            said = f"episodes also read from {', '.join(sorted(others))}: counted once there"
-            report.note = f"{report.note}; {said}" if report.note else said
+    if sink is None:
+        fused = fusion.fuse(turns, trajectories) if fuse else fusion.unfused(turns, trajectories)
+        turns, trajectories = fused.turns, fused.trajectories
+        note_merged(reports, fused.merged_into)
     reports.sort(key=lambda r: r.path)
     skipped = [(clean_text(p), reason) for p, reason in expansion.skipped]
     return Ingested(turns, trajectories, rejects, reports, skipped)
+
+
+def note_merged(reports: list[FileReport], merged_into: dict[str, set[str]]) -> None:
+    """Each file whose episodes fusion counted under another's says so in its note."""
+    for report in reports:
+        if others := merged_into.get(report.path):
+            said = f"episodes also read from {', '.join(sorted(others))}: counted once there"
+            report.note = f"{report.note}; {said}" if report.note else said
 
 
 def _head(path: Path, damage: list[str]) -> bytes:

@@ -31,6 +31,7 @@ so linear in the turns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -84,6 +85,31 @@ def fuse(turns: pa.Table, trajectories: pa.Table) -> Fused:
     return _merge(turns, trajectories, trajs, members)
 
 
+def plan(trajectories: pa.Table, fingerprints: Callable[[], pl.DataFrame]) -> dict[str, list[str]]:
+    """The episodes to fuse (see groups) when the turns are not at hand: `fingerprints` gives
+    the scan's (trajectory_id, fp) pairs, asked only when two files could share an episode."""
+    trajs = cast(pl.DataFrame, pl.from_arrow(trajectories))
+    if trajs["source_path"].n_unique() < 2 or trajs["task_id"].is_null().all():
+        return {}
+    return groups(fingerprints(), trajs.select(_INFO))
+
+
+def pairs_of(turns: pl.DataFrame) -> pl.DataFrame:
+    """(trajectory_id, fp) of some whole episodes' turns: plan's input, a slice at a time."""
+    return _fingerprints(turns).select("trajectory_id", "fp").unique(maintain_order=True)
+
+
+def merge(turns: pa.Table, trajectories: pa.Table, members: dict[str, list[str]]) -> Fused:
+    """Fuse `members` (plan): turns holds (at least) every turn of their trajectories."""
+    trajs = cast(pl.DataFrame, pl.from_arrow(trajectories))
+    return _merge(turns, trajectories, trajs, members)
+
+
+def with_sources(trajectories: pa.Table) -> pa.Table:
+    """The trajectories as read, each its own only source (nothing fused)."""
+    return _with_sources(trajectories)
+
+
 def unfused(turns: pa.Table, trajectories: pa.Table) -> Fused:
     """The tables as read, each trajectory its own only source (fusion switched off)."""
     return Fused(turns, _with_sources(trajectories))
@@ -122,8 +148,7 @@ def signature(turns: pl.DataFrame, trajs: pl.DataFrame) -> tuple[pl.DataFrame, p
     """What matching needs of a scan: (trajectory_id, fp) pairs and each trajectory's
     identity. Small next to the turns; a sharded scan's driver unites those of its shards to
     find episodes that two shards would each have counted (forensics.distributed)."""
-    fps = _fingerprints(turns).select("trajectory_id", "fp").unique(maintain_order=True)
-    return fps, trajs.select(_INFO)
+    return pairs_of(turns), trajs.select(_INFO)
 
 
 def groups(fps: pl.DataFrame, trajs: pl.DataFrame) -> dict[str, list[str]]:

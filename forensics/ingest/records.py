@@ -357,11 +357,14 @@ class Collector:
     table.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Callable[[pa.RecordBatch], None] | None = None) -> None:
         # Rows of added episodes are final (add_episode sets their trajectory_id and trial
-        # last): they wait here only until there are BATCH_ROWS of them.
+        # last): they wait here only until there are BATCH_ROWS of them. A batch holds whole
+        # episodes; with a sink it leaves at once (a scan streams it to disk), else it is kept
+        # for tables().
         self._turn_rows: list[dict[str, Any]] = []
         self._turn_batches: list[pa.RecordBatch] = []
+        self._sink = sink
         self.turn_count = 0
         self.trajectory_rows: list[dict[str, Any]] = []
         self.reject_rows: list[dict[str, Any]] = []
@@ -539,8 +542,11 @@ class Collector:
     def _flush_turns(self) -> None:
         if self._turn_rows:
             batch = pa.RecordBatch.from_pylist(self._turn_rows, schema=schema.RAW_TURNS)
-            self._turn_batches.append(batch)
             self._turn_rows = []
+            if self._sink is None:
+                self._turn_batches.append(batch)
+            else:
+                self._sink(batch)
 
     def _run_values(self, run: Run, path: str, fmt: str | None) -> dict[str, Any]:
         """What the run says about itself, checked once; a bad value is dropped and rejected."""
@@ -559,6 +565,8 @@ class Collector:
         return values
 
     def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        """(turns, trajectories, rejects); with a sink, the turns went to it and this turn
+        table is empty."""
         checked: dict[str, dict[str, Any]] = {}
         for row in self.trajectory_rows:
             run_id = row["run_id"]

@@ -548,7 +548,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
     keys = [f"{t}#{i}" for t, i in sorted(evidence_turns)]
     contents = {
         (r["trajectory_id"], r["turn_index"]): r["content"]
-        for r in result.turns.filter(pl.col("turn_key").is_in(keys))
+        for r in result.turns_of(keys)
         .select("trajectory_id", "turn_index", "content")
         .iter_rows(named=True)
     }
@@ -611,7 +611,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
     # An empty directory named as an input is listed with the files (and gated) but is no file.
     read = [f for f in result.files if f.reason != EMPTY_DIRECTORY]
     formats = Counter(f.format or "rejected" for f in read)
-    checked_files = sorted(result.turns["source_path"].drop_nulls().unique().to_list())
+    checked_files = result.turn_paths()
     not_checked = [
         {"path": path, "rule": rule, "missing": missing}
         for path, rules in sorted(result.not_checked.items())
@@ -639,7 +639,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
             "skipped": len(result.skipped),
             "files_by_format": dict(sorted(formats.items())),
             "trajectories": trajectories.height,
-            "turns": result.turns.height,
+            "turns": result.turn_count,
             "findings": len(findings),
             "incidents": sum(c.incidents for c in result.diagnosis.causes),
             "rejects": len(rejects),

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from forensics.diagnosis.result import sql_string
 from forensics.report.model import TURN_VIEW, report_order
 
 TURN_COLUMNS = TURN_VIEW
@@ -114,7 +115,11 @@ def from_scan(result: Any, key: str) -> dict[str, Any]:
     """The episode KEY names in a scan's result (forensics.scan(...))."""
     tid = resolve(result.trajectories, key, result.findings.select("trajectory_id"))
     row = result.trajectories.filter(pl.col("trajectory_id") == tid).row(0, named=True)
-    turns = result.turns.filter(pl.col("trajectory_id") == tid).select(TURN_COLUMNS)
+    turns = (
+        result.sql(f"select * from turns where trajectory_id = {sql_string(tid)}")
+        .pl()
+        .select(TURN_COLUMNS)
+    )
     found = result.findings.filter(pl.col("trajectory_id") == tid).select(FINDING_COLUMNS)
     return episode(row, turns, found)
 

@@ -81,7 +81,7 @@ def relabel(result: ScanResult, spool: Path) -> ScanResult:
     ]
     return dataclasses.replace(
         result,
-        turns=table(result.turns),
+        turn_source=table(result.turns),
         trajectories=table(result.trajectories),
         findings=table(result.findings),
         rejects=table(result.rejects),
