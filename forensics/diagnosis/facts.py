@@ -91,13 +91,6 @@ def _sglang() -> pa.Table:
 Turns = pl.DataFrame | TurnStore
 
 
-def _keyed(turns: Turns, groups: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-    """The turns some finding points at, with their position in the scan (`_row`, first)."""
-    if isinstance(turns, pl.DataFrame):
-        return turns.with_row_index(ROW)
-    return turns.keyed([k for found in groups.values() for k in _keys(found)])
-
-
 def _keys(found: pl.DataFrame) -> list[str]:
     return (found["trajectory_id"] + "#" + found["turn_index"].cast(pl.String)).to_list()
 
@@ -106,23 +99,34 @@ def _shares(
     groups: Mapping[str, pl.DataFrame], turns: Turns, trajectories: pl.DataFrame
 ) -> dict[str, pl.DataFrame]:
     """Each cause's share of every table, stacked, with the cause's id in `_cause`. Turns and
-    trajectories carry their position in the scan; findings theirs in the cause's group."""
-    turns = _keyed(turns, groups)
+    trajectories carry their position in the scan; findings theirs in the cause's group. Of a
+    store's turns, the share is only their keys (`turn_key`, `_cause`): the turns stay in its
+    database (see _share)."""
+    stored = isinstance(turns, TurnStore)
+    if isinstance(turns, pl.DataFrame):
+        turns = turns.with_row_index(ROW)
     trajectories = trajectories.with_row_index(ROW)
     parts: dict[str, list[pl.DataFrame]] = {name: [] for name in _SHARES}
     for cid, found in groups.items():
         ids = found["trajectory_id"].unique().to_list()
         keys = _keys(found)
         episodes = trajectories.filter(pl.col("trajectory_id").is_in(ids))
+        if isinstance(turns, pl.DataFrame):
+            shared = turns.filter(pl.col("turn_key").is_in(keys))
+        else:
+            shared = pl.DataFrame({"turn_key": sorted(set(keys))})
         share = {
             "findings": found.with_row_index(ROW),
-            "turns": turns.filter(pl.col("turn_key").is_in(keys)),
+            "turns": shared,
             "trajectories": episodes,
             "labels": _labels(episodes),
         }
         for name, frame in share.items():
             parts[name].append(frame.with_columns(pl.lit(cid, pl.String).alias("_cause")))
-    return {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+    shares = {name: pl.concat(frames, how="vertical_relaxed") for name, frames in parts.items()}
+    if stored:
+        shares["turn_keys"] = shares.pop("turns")
+    return shares
 
 
 _DATABASE: tuple[int, duckdb.DuckDBPyConnection] | None = None
@@ -164,7 +168,7 @@ def _connect(
         con.register("_incoming", table)
         _exec(con, f"create temp table {name} as select * from _incoming")
     con.unregister("_incoming")
-    _share(con, first)
+    _share(con, first, isinstance(turns, TurnStore))
     _exec(con, f"create temp macro chars_per_token() as {CHARS_PER_TOKEN!r}::double")
     for macro in pack.macros.values():
         try:
@@ -191,17 +195,29 @@ def compute(
         out: dict[str, dict[str, Any]] = {}
         for cid in groups:
             if cid != first:
-                _share(con, cid)
+                _share(con, cid, isinstance(turns, TurnStore))
             out[cid] = _cause(con, pack, pack.causes[cid])
         return out
     finally:
         con.close()
 
 
-def _share(con: duckdb.DuckDBPyConnection, cause_id: str) -> None:
-    """findings, turns, trajectories and labels: the share of one cause."""
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _share(con: duckdb.DuckDBPyConnection, cause_id: str, stored: bool) -> None:
+    """findings, turns, trajectories and labels: the share of one cause. Of a store's turns,
+    a view: a copy of a large share would hold again what the store keeps on disk."""
     statements = []
     for name in _SHARES:
+        if stored and name == "turns":
+            keys = f"select turn_key from _turn_keys where _cause = {_literal(cause_id)}"
+            statements.append(
+                f"create or replace temp view turns as select {ROW}, * exclude ({ROW}) "
+                f"from main.{turnstore.TABLE} where turn_key in ({keys})"
+            )
+            continue
         data = ", details::json as data" if name == "findings" else ""
         # Copied into tables: a query over a table of the connection's own costs a third of one
         # over a view or a registered Arrow table, and a cause runs dozens.
@@ -210,7 +226,7 @@ def _share(con: duckdb.DuckDBPyConnection, cause_id: str) -> None:
             f"select * exclude (_cause){data} from _{name} where _cause = $cause"
         )
     for statement in statements:
-        con.execute(statement, {"cause": cause_id}).fetchall()
+        con.execute(statement, {"cause": cause_id} if "$cause" in statement else None).fetchall()
 
 
 def _cause(con: duckdb.DuckDBPyConnection, pack: CausePack, spec: CauseSpec) -> dict[str, Any]:
