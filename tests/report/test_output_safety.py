@@ -241,8 +241,8 @@ def poisoned(value: str) -> dict[str, Any]:
         f["message"] = f["trajectory_id"] = f["evidence"] = value
         f["source"]["path"] = value
         f["task_id"] = f["actor"] = value
-    for text in m["turn_text"].values():  # the turns the causes quote
-        text["turn_head"] = value
+    for turn in m["turn_text"].values():  # the turns the causes quote
+        turn["turn_head"] = value
     m["keep"] = [value, value]
     m["validation"] = [value, value]
     m["summary"]["findings_by_rule"] = {value: 3, **m["summary"]["findings_by_rule"]}
