@@ -139,3 +139,19 @@ def test_json_size_does_not_grow_with_healthy_turns(tmp_path):
         (a, size_a), (b, size_b) = docs
         assert a == b  # 1.4 MB of healthy turns: the same document, but for two counts
         assert size_b - size_a == 4  # their digits: 7 -> 405, 3 -> 401
+
+
+def test_diff_and_compare_ask_to_scan_a_schema_3_result_again(tmp_path):
+    doc = _scan_json(tmp_path)
+    old = tmp_path / "old.json"
+    # what schema 3 wrote: a cause's evidence as copies of its findings, with the turn text
+    by_id = {f["id"]: f for f in doc["findings"]}
+    for c in doc["causes"]:
+        c["evidence"] = [{**by_id[i], "turn_head": "", "turn_chars": 0} for i in c["evidence"]]
+    old.write_text(json.dumps({**doc, "schema_version": 3}), encoding="utf-8")
+    new = tmp_path / "r.json"
+    for command in ("diff", "compare"):
+        res = CliRunner().invoke(cli, [command, str(old), str(new)])
+        assert res.exit_code == 2, res.output
+        assert "a --json result of report schema 3; this forensics reads schema 4" in res.output
+        assert "scan its inputs again" in res.output
