@@ -73,11 +73,11 @@ KEEP = frozenset(_KEEP_WORDS.split())
 KEEP_VALUES_OF = frozenset({"role", "name", "type", "source"})
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
-# A slot as it reads once serialised: \x01 escaped by json.dumps (\u0001) or repr (\x01),
-# once or twice (a JSON string inside a message), around the slot's number.
 # Characters that join a token to its neighbour: a word next to one is part of an identifier
 # (mei_kovacs) or a contraction (don't), not a word to draw as a replacement.
 _JOINERS = "_'’"
+# A slot as it reads once serialised: \x01 escaped by json.dumps (\u0001) or repr (\x01),
+# once or twice (a JSON string inside a message), around the slot's number.
 _SLOT = re.compile(r"\\+(?:u0001|x01)(\d+)\\+(?:u0001|x01)")
 _MARK = "\x01"
 _DIGITS = "0123456789"
@@ -269,7 +269,7 @@ def results_records(seed: int) -> Iterator[str]:
     number = 0
     copy = 0
     while True:
-        # one draw for all of a copy's records: they share the copy's words, as the samples do
+        # one generator per copy of the samples' four records, drawn from record after record
         rng = random.Random(f"{seed}:results:{copy}")
         for template in templates:
             values = draw(rng, template.keys, words)
