@@ -112,6 +112,8 @@ class Outputs:
     db: Path | None
     parquet: Path | None
     stdout: str | None
+    # --json-text: the JSON result carries the opening of every finding's turn (turn_text)
+    json_text: bool = False
 
     def written(self) -> list[Path]:
         """This scan's own outputs: a directory walk skips them."""
@@ -123,6 +125,7 @@ def _outputs(
     output: Path,
     no_report: bool,
     json_path: Path | None,
+    json_text: bool,
     sarif_path: Path | None,
     junit_path: Path | None,
     md_path: Path | None,
@@ -148,7 +151,10 @@ def _outputs(
     for flag, path in (("--db", db_path), ("--parquet", parquet_dir)):
         if is_dash(path):
             fail(f"{flag} -: a database can not be written to stdout")
-    return Outputs(files, db_path, parquet_dir, to_stdout[0] if to_stdout else None)
+    stdout = to_stdout[0] if to_stdout else None
+    if json_text and json_path is None and stdout != "json":
+        fail("--json-text adds turn text to the JSON result: ask for one (--json FILE)")
+    return Outputs(files, db_path, parquet_dir, stdout, json_text)
 
 
 @dataclass(frozen=True)
@@ -213,6 +219,12 @@ def _scanner(
 @output_option(
     "--json",
     "Write the machine result (summary, causes, findings, rejects, gate) here; - for stdout.",
+)
+@click.option(
+    "--json-text",
+    is_flag=True,
+    help="Also write, per finding, the opening and length of the turn it points at "
+    "(turn_text) into the --json result; without it, only the findings' evidence excerpts.",
 )
 @click.option(
     "--sarif",
@@ -418,7 +430,12 @@ def command(
             exclude=[*outputs.written(), *_redirected()],
         )
         progress.stage("writing outputs")
-        report = _report(judged, page=outputs.files["html"] is not None, gated=not writing_baseline)
+        report = _report(
+            judged,
+            page=outputs.files["html"] is not None,
+            turn_text=outputs.json_text,
+            gated=not writing_baseline,
+        )
         document = _write_outputs(outputs, report, judged)
     # stdout carries one document when one was asked for there; people read stderr then.
     err = document is not None
@@ -537,16 +554,18 @@ def _chosen_rules(
     return config.choose(base, known, select, ignore)
 
 
-def _report(judged: Judged, *, page: bool, gated: bool) -> Report:
+def _report(judged: Judged, *, page: bool, turn_text: bool, gated: bool) -> Report:
     from forensics.report import model
 
-    report = model.build(judged.result, page=page)
+    report = model.build(judged.result, page=page, turn_text=turn_text)
     if gated:  # writing a baseline is not a gate run: no verdict to record
         report["gate"] = judged.verdict.to_dict()
     return report
 
 
-def _renderers(report: Report, judged: Judged) -> dict[str, Callable[[], str]]:
+def _renderers(
+    report: Report, judged: Judged, json_text: bool = False
+) -> dict[str, Callable[[], str]]:
     """Each output's document, rendered only when asked for."""
     from forensics import __version__, gate
     from forensics.report.render import github, html, jsonout, junit, markdown, sarif
@@ -554,7 +573,7 @@ def _renderers(report: Report, judged: Judged) -> dict[str, Callable[[], str]]:
     base, new = Path.cwd(), judged.new
     return {
         "html": lambda: html.render(report),
-        "json": lambda: jsonout.render(report),
+        "json": lambda: jsonout.render(report, turn_text=json_text),
         "sarif": lambda: sarif.render(report, base, __version__, new),
         "junit": lambda: junit.render(report, base),
         "md": lambda: markdown.render(report),
@@ -565,7 +584,7 @@ def _renderers(report: Report, judged: Judged) -> dict[str, Callable[[], str]]:
 
 def _write_outputs(outputs: Outputs, report: Report, judged: Judged) -> str | None:
     """Write the files and stores; returns the document stdout carries, if any."""
-    renderers = _renderers(report, judged)
+    renderers = _renderers(report, judged, outputs.json_text)
     document = renderers[outputs.stdout]() if outputs.stdout else None
     for kind, path in outputs.files.items():
         if path is None or is_dash(path):

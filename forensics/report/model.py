@@ -25,10 +25,12 @@ from forensics.report.types import (
     Report,
     ScoreSplit,
     Trajectory,
+    TurnText,
 )
 
 # Version of the report model (and so of --json): bumped when a key changes meaning or goes.
-SCHEMA_VERSION = 3
+# 4: a cause's evidence is a list of finding ids; the turn text beside it is "turn_text".
+SCHEMA_VERSION = 4
 EXCERPT_CHARS = 600
 # The cause whose findings mean "this turn was cut off by the output cap" (rules/causes.toml):
 # its turns are drawn red in the output-length chart.
@@ -90,16 +92,8 @@ def _turn_head(content: str | None, excerpt: str | None) -> str:
     return content[:end]
 
 
-def _evidence(
-    finding: Finding, contents: dict[tuple[str, int | None], str | None]
-) -> dict[str, Any]:
-    key = (finding["trajectory_id"], finding["turn_index"])
-    content = contents.get(key)
-    return {
-        **finding,
-        "turn_head": _turn_head(content, finding["evidence"]),
-        "turn_chars": len(content or ""),
-    }
+def _turn_text(finding: Finding, content: str | None) -> TurnText:
+    return {"turn_head": _turn_head(content, finding["evidence"]), "turn_chars": len(content or "")}
 
 
 # A run whose agent model no source names is its own row, never pooled with other such runs:
@@ -536,21 +530,27 @@ def _length_group(actor: str, model: str, g: pl.DataFrame) -> dict[str, Any]:
     }
 
 
-def build(result: ScanResult, *, page: bool = False) -> Report:
+def build(result: ScanResult, *, page: bool = False, turn_text: bool = False) -> Report:
     """The report model of a scan. page: also what only the HTML page shows (the explorer's
-    turns and the output-length chart), under "page", which the JSON output leaves out."""
+    turns and the output-length chart), under "page", which the JSON output leaves out.
+    turn_text: the opening and length of the turn of every finding, not only of the causes'
+    evidence (the report quotes those), under "turn_text"."""
     findings = [_finding(r) for r in result.findings.iter_rows(named=True)]
     by_id = {f["id"]: f for f in findings}
-    evidence_ids = {i for c in result.diagnosis.causes for i in c.evidence}
-    evidence_turns = {
-        (f["trajectory_id"], f["turn_index"]) for i, f in by_id.items() if i in evidence_ids
-    }
-    keys = [f"{t}#{i}" for t, i in sorted(evidence_turns)]
+    quoted = {i for c in result.diagnosis.causes for i in c.evidence if i in by_id}
+    quoted = set(by_id) if turn_text else quoted
+    keys = sorted({f"{by_id[i]['trajectory_id']}#{by_id[i]['turn_index']}" for i in quoted})
     contents = {
         (r["trajectory_id"], r["turn_index"]): r["content"]
         for r in result.turns_of(keys)
         .select("trajectory_id", "turn_index", "content")
         .iter_rows(named=True)
+    }
+    # In the findings' order, so the same scan writes the same bytes.
+    texts = {
+        f["id"]: _turn_text(f, contents.get((f["trajectory_id"], f["turn_index"])))
+        for f in findings
+        if f["id"] in quoted
     }
     rule_titles = {r.id: r.title for r in result.rules}
     total = result.trajectories.height
@@ -587,7 +587,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
                 "explains": c.explains,
                 # diagnosis fills each fix with the keys of types.Fix
                 "fixes": cast(list[Fix], c.fixes),
-                "evidence": [_evidence(by_id[i], contents) for i in c.evidence if i in by_id],
+                "evidence": [i for i in c.evidence if i in by_id],
                 "share": round(c.trajectories / total, 4) if total else 0.0,
                 "reward_lost_share": round(c.reward_lost / lost_total, 4) if lost_total else None,
                 "trajectory_ids": c.trajectory_ids,
@@ -695,6 +695,7 @@ def build(result: ScanResult, *, page: bool = False) -> Report:
             }
             for r in result.rules
         ],
+        "turn_text": texts,
     }
     if page:
         model["page"] = {

@@ -3,11 +3,15 @@
 TypedDicts rather than dataclasses: the model is plain data that goes to JSON as it is, and
 renderers and templates index it by key. `schema_version` (report.SCHEMA_VERSION) changes when
 a key changes meaning or goes away; `diff` refuses a --json result of another version.
+
+Each finding is written once, under "findings": a cause names its evidence by finding id, and
+the text of the turns behind it ("turn_text") goes to --json only when asked (--json-text), so
+the result grows with the findings, not with the text of the input.
 """
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 
 class Source(TypedDict):
@@ -32,6 +36,20 @@ class Finding(TypedDict):
     evidence: str | None
 
 
+class TurnText(TypedDict):
+    """The turn a finding points at, as the report quotes it next to the finding's evidence."""
+
+    turn_head: str  # its opening, when the evidence excerpt starts later ("" otherwise)
+    turn_chars: int  # its length (0: no turn, or an empty one)
+
+
+class Evidence(Finding):
+    """A cause's evidence as the renderers show it: the finding and its turn's opening."""
+
+    turn_head: str
+    turn_chars: int
+
+
 class Fix(TypedDict):
     rank: int
     action: str
@@ -53,7 +71,7 @@ class Cause(TypedDict):
     why_ranked: str
     explains: list[dict[str, Any]]
     fixes: list[Fix]
-    evidence: list[dict[str, Any]]
+    evidence: list[str]  # ids of the most telling findings (Report.findings), most telling first
     share: float
     reward_lost_share: float | None  # None when no reward was lost
     trajectory_ids: list[str]
@@ -183,6 +201,25 @@ class Report(TypedDict):
     # none of them for lack of data, those that ran on some only.
     coverage: Coverage
     rules: list[RuleEntry]
+    # Per finding id: the turn it points at (TurnText). The model holds it for every cause's
+    # evidence (the report quotes those turns), and for every finding when built with
+    # turn_text=True; --json writes it only then (scan --json-text).
+    turn_text: NotRequired[dict[str, TurnText]]
     # Set by the command line once the gate has judged the scan.
     gate: NotRequired[dict[str, Any]]
     page: NotRequired[Page]
+
+
+def cause_evidence(report: Report) -> dict[str, list[Evidence]]:
+    """Per cause id, its evidence findings, most telling first, each with its turn's opening:
+    what the report, the Markdown and the terminal summary quote under the cause."""
+    wanted = {i for c in report["causes"] for i in c["evidence"]}
+    found = {f["id"]: f for f in report["findings"] if f["id"] in wanted}
+    text = report.get("turn_text", {})
+    empty: TurnText = {"turn_head": "", "turn_chars": 0}
+    return {
+        c["id"]: [
+            cast(Evidence, {**found[i], **text.get(i, empty)}) for i in c["evidence"] if i in found
+        ]
+        for c in report["causes"]
+    }

@@ -233,16 +233,16 @@ def poisoned(value: str) -> dict[str, Any]:
         c["title"] = c["why_ranked"] = value
         for fix in c["fixes"]:
             fix["action"] = fix["detail"] = value
-        for ev in c["evidence"]:
-            ev["source"]["path"] = ev["message"] = ev["evidence"] = ev["turn_head"] = value
-            ev["task_id"] = ev["actor"] = value
     for f in m["fix_plan"]:
         f["action"] = f["detail"] = value
     for p in m["parameters"]:
         p["value"] = value
     for f in m["findings"]:
-        f["message"] = f["trajectory_id"] = value
+        f["message"] = f["trajectory_id"] = f["evidence"] = value
         f["source"]["path"] = value
+        f["task_id"] = f["actor"] = value
+    for turn in m["turn_text"].values():  # the turns the causes quote
+        turn["turn_head"] = value
     m["keep"] = [value, value]
     m["validation"] = [value, value]
     m["summary"]["findings_by_rule"] = {value: 3, **m["summary"]["findings_by_rule"]}
@@ -463,7 +463,9 @@ def test_json_nulls_non_finite_numbers_and_says_where():
 
 def test_json_of_an_ordinary_model_is_plain_json_dumps():
     m = _output2_model()
-    assert jsonout.render(m) == json.dumps(m, indent=2, ensure_ascii=False) + "\n"
+    written = {k: v for k, v in m.items() if k != "turn_text"}  # only with --json-text
+    assert jsonout.render(m) == json.dumps(written, indent=2, ensure_ascii=False) + "\n"
+    assert jsonout.render(m, turn_text=True) == json.dumps(m, indent=2, ensure_ascii=False) + "\n"
 
 
 JSON_LEAVES = st.one_of(

@@ -96,8 +96,9 @@ def test_untrusted_text_can_not_become_html_links_images_or_mentions(output2_mod
     hostile = " ".join(HOSTILE_INLINE)
     m["causes"][0]["title"] = hostile
     m["causes"][0]["why_ranked"] = hostile
-    m["causes"][0]["evidence"][0]["message"] = hostile
-    m["causes"][0]["evidence"][0]["evidence"] = "\n".join([*HOSTILE_INLINE, "```", "````"])
+    quoted = next(f for f in m["findings"] if f["id"] == m["causes"][0]["evidence"][0])
+    quoted["message"] = hostile
+    quoted["evidence"] = "\n".join([*HOSTILE_INLINE, "```", "````"])
     m["fix_plan"][0]["detail"] = hostile
     m["keep"] = [hostile]
     m["validation"] = [hostile]

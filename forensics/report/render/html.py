@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from forensics import markers
 from forensics.content import content_dir
 from forensics.report.render import charts, jsonout
-from forensics.report.types import Report
+from forensics.report.types import Report, cause_evidence
 
 PAGE_SIZE = 20
 MAX_REJECT_ROWS = 500
@@ -232,6 +232,7 @@ def render(
     packed = island is None or len(island) > compress_above
     return env.get_template("report.html.j2").render(
         m=model,
+        evidence=cause_evidence(model),
         handle=handle,
         figures=[(fid, title, chart) for fid, title, chart in figures if chart is not None],
         data=Markup(packed_island(data)) if packed else island,

@@ -20,7 +20,8 @@ orjson writes what json writes except in four places, each kept to json's bytes:
 non-finite number (NaN, ±Infinity, which Python's json would write as bare `NaN` /
 `Infinity` tokens) is written as null, and the top-level "notes" list says where, one sorted
 line per JSON path. The page-only part of the model ("page": the HTML explorer's turns and
-chart data) is left out.
+chart data) is left out, and so is the turn text ("turn_text") unless asked for: each finding is
+written once, so the result grows with the findings, not with the text of the input.
 """
 
 from __future__ import annotations
@@ -145,9 +146,11 @@ def _finite(value: Any, path: str, notes: list[str]) -> Any:
     return value
 
 
-def render(model: Mapping[str, Any]) -> str:
-    """The model as strict, deterministic JSON text (ordinary models: exactly json.dumps)."""
-    data = {k: v for k, v in model.items() if k != "page"}
+def render(model: Mapping[str, Any], *, turn_text: bool = False) -> str:
+    """The model as strict, deterministic JSON text (ordinary models: exactly json.dumps).
+    turn_text: keep the model's "turn_text" (scan --json-text)."""
+    left_out = {"page"} if turn_text else {"page", "turn_text"}
+    data = {k: v for k, v in model.items() if k not in left_out}
     try:
         text, by_orjson = _write(data, True, False, None)
     except ValueError:  # a non-finite float somewhere: walk the model (only then) to null it

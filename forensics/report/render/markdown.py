@@ -10,12 +10,11 @@ terminal. Secrets never get here: they are masked at ingest.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from forensics import linear
 from forensics.report.render.labels import episode_label
 from forensics.report.render.safe import visible
-from forensics.report.types import Report
+from forensics.report.types import Evidence, Report, cause_evidence
 
 EXCERPT_CHARS = 400
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -154,7 +153,7 @@ def fenced(text: str, indent: str = "") -> str:
     return "\n".join(indent + line if line else line for line in lines)
 
 
-def _excerpt(ev: dict[str, Any]) -> str:
+def _excerpt(ev: Evidence) -> str:
     head = ev.get("turn_head") or ""
     tail = ev["evidence"] or ""
     if head:
@@ -280,6 +279,7 @@ def _causes(m: Report) -> list[str]:
     lines = ["## Causes, ranked", ""]
     if not m["causes"]:
         return [*lines, "No findings: nothing to diagnose.", ""]
+    quoted = cause_evidence(m)
     for c in m["causes"]:
         lines += [
             f"### {c['rank']}. {inline(c['title'])}",
@@ -296,9 +296,9 @@ def _causes(m: Report) -> list[str]:
                 for e in c["explains_detail"]
             )
             lines += ["", f"**Explains downstream:** {explained}."]
-        if c["evidence"]:
+        if quoted[c["id"]]:
             lines += ["", "Evidence:", ""]
-            for ev in c["evidence"]:
+            for ev in quoted[c["id"]]:
                 where = f"{ev['source']['path']}:{ev['source']['line']}"
                 episode = episode_label(ev["task_id"], None, ev["trajectory_id"])
                 if ev["turn_index"] is not None:

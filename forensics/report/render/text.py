@@ -15,7 +15,7 @@ from typing import Any
 
 from forensics.report.render.safe import guard_line, one_line
 from forensics.report.render.safe import visible as v
-from forensics.report.types import Report, Summary
+from forensics.report.types import Report, Summary, cause_evidence
 
 
 def _incidents(summary: Summary) -> str:
@@ -115,6 +115,7 @@ def render(model: Report, report_path: str | None = None, style: Style = PLAIN) 
     ]
     if split := model.get("score_split"):
         lines += ["", f"Is this score about the model? {v(split['text'])}"]
+    quoted = cause_evidence(model)
     for cause in model["causes"]:
         lines.append("")
         title = style.paint(f"{cause['rank']}. {v(cause['title'])}", "1")
@@ -124,7 +125,7 @@ def render(model: Report, report_path: str | None = None, style: Style = PLAIN) 
             lines.append(f"   fix {fix['rank']}: {v(fix['action'])}")
             if fix["rank"] == 1:
                 lines.append(f"          {v(fix['detail'])}")
-        for ev in cause["evidence"][:2]:
+        for ev in quoted[cause["id"]][:2]:
             src = ev["source"]
             lines.append(
                 f"   e.g. {v(src['path'])}:{v(src['line'])}  {v(ev['rule'])}: {v(ev['message'])}"
