@@ -52,9 +52,10 @@ class Scan(ScanResult):
     [('no-action-failure', 3), ('reasoning-leak', 21), ('think-loop', 5), ('unclosed-think', 18)]
     """
 
-    def report(self, *, page: bool = False) -> Report:
-        """The report model every output renders (see forensics.report.types.Report)."""
-        return report_model.build(self, page=page)
+    def report(self, *, page: bool = False, turn_text: bool = False) -> Report:
+        """The report model every output renders (see forensics.report.types.Report);
+        turn_text: the opening of every finding's turn, as `scan --json-text`."""
+        return report_model.build(self, page=page, turn_text=turn_text)
 
     def write_report(self, directory: PathLike = "forensics-report") -> Path:
         """Write the self-contained HTML report; returns the path of report.html.
@@ -70,9 +71,11 @@ class Scan(ScanResult):
             Path(directory) / "report.html", html.render(self.report(page=True))
         )
 
-    def write_json(self, path: PathLike) -> Path:
-        """Write the machine result (what `scan --json` writes, without the gate verdict)."""
-        return atomic.write_text(Path(path), jsonout.render(self.report()))
+    def write_json(self, path: PathLike, *, turn_text: bool = False) -> Path:
+        """Write the machine result (what `scan --json` writes, without the gate verdict);
+        turn_text as `--json-text`."""
+        model = self.report(turn_text=turn_text)
+        return atomic.write_text(Path(path), jsonout.render(model, turn_text=turn_text))
 
     def write_markdown(self, path: PathLike) -> Path:
         """Write the Markdown summary (what `scan --md` writes)."""
