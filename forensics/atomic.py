@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 
 _ATTEMPTS = 100  # unique names tried before giving up (a clash is 1 in 2**48 per attempt)
@@ -33,11 +34,18 @@ def temporary(path: Path) -> Path:
 
 def write_text(path: Path, text: str) -> Path:
     """Write text (UTF-8) to path atomically, creating its directory; returns path."""
+    return write_pieces(path, (text,))
+
+
+def write_pieces(path: Path, pieces: Iterable[str]) -> Path:
+    """Write the concatenation of pieces (UTF-8) to path atomically, one piece at a time;
+    returns path. An exception from pieces leaves the target as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary(path)
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+            for piece in pieces:
+                f.write(piece)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -74,8 +74,7 @@ class Scan(ScanResult):
     def write_json(self, path: PathLike, *, turn_text: bool = False) -> Path:
         """Write the machine result (what `scan --json` writes, without the gate verdict);
         turn_text as `--json-text`."""
-        model = self.report(turn_text=turn_text)
-        return atomic.write_text(Path(path), jsonout.render(model, turn_text=turn_text))
+        return jsonout.write(Path(path), self.report(turn_text=turn_text), turn_text=turn_text)
 
     def write_markdown(self, path: PathLike) -> Path:
         """Write the Markdown summary (what `scan --md` writes)."""

@@ -589,6 +589,14 @@ def _write_outputs(outputs: Outputs, report: Report, judged: Judged) -> str | No
     for kind, path in outputs.files.items():
         if path is None or is_dash(path):
             continue
+        if kind == "json":  # written a piece at a time: a large result is never one text
+            from forensics.report.render import jsonout
+
+            try:
+                jsonout.write(path, report, turn_text=outputs.json_text)
+            except OSError as exc:
+                fail(f"{path}: cannot write: {exc.strerror or exc}")
+            continue
         write(page_file(path) if kind == "html" else path, renderers[kind]())
     if outputs.db or outputs.parquet:
         from forensics import store  # only then: it loads pyarrow.parquet and the views

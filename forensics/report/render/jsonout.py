@@ -29,10 +29,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
+
+from forensics import atomic
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A lone surrogate (from a file name that is not UTF-8) can not be written as UTF-8: it is
@@ -144,6 +147,55 @@ def _finite(value: Any, path: str, notes: list[str]) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(v, f"{path}[{i}]", notes) for i, v in enumerate(value)]
     return value
+
+
+# The findings of a large result are written this many at a time (pieces), not as one text.
+PIECE = 2048
+_PLACE = '\n  "findings": []'
+
+
+class _Irregular(Exception):
+    """A piece of findings holds what only a whole-document rendering writes right."""
+
+
+def pieces(
+    model: Mapping[str, Any], *, turn_text: bool = False, piece: int = PIECE
+) -> Iterator[str]:
+    """render's text in pieces, so that writing a large result never holds all of it: the
+    document around an empty findings list, then the findings a few thousand at a time, each
+    written as render writes them and indented one level. A finding with a non-finite number
+    (render notes those) raises _Irregular before its piece is yielded; `write` then starts
+    over with render."""
+    findings = model.get("findings")
+    if not isinstance(findings, list) or len(findings) <= piece:
+        yield render(model, turn_text=turn_text)
+        return
+    text = render({**model, "findings": []}, turn_text=turn_text)
+    at = text.find(_PLACE)
+    if at < 0 or text.find(_PLACE, at + 1) >= 0:
+        yield render(model, turn_text=turn_text)
+        return
+    yield text[: at + len(_PLACE) - 1] + "\n"
+    for start in range(0, len(findings), piece):
+        try:
+            written, by_orjson = _write(findings[start : start + piece], True, False, None)
+        except ValueError:
+            raise _Irregular from None
+        if not by_orjson:
+            written = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", written)
+        body = written[2:-2].replace("\n", "\n  ")  # the items of "[\n ... \n]", one level in
+        yield ("" if start == 0 else ",\n") + "  " + body
+    yield "\n  ]" + text[at + len(_PLACE) :]
+
+
+def write(
+    path: Path, model: Mapping[str, Any], *, turn_text: bool = False, piece: int = PIECE
+) -> Path:
+    """render's text written to path atomically, a piece at a time (see pieces)."""
+    try:
+        return atomic.write_pieces(path, pieces(model, turn_text=turn_text, piece=piece))
+    except _Irregular:
+        return atomic.write_text(path, render(model, turn_text=turn_text))
 
 
 def render(model: Mapping[str, Any], *, turn_text: bool = False) -> str:
