@@ -31,10 +31,10 @@ TABLE = "turn_rows"
 # per-call costs vanish, small enough that a batch and its intermediates (word lists, bigram
 # hashes, rewritten texts: several times the batch) stay well under the memory budget.
 BATCH_ROWS = 16_384
-BATCH_BYTES = 24 << 20
+BATCH_BYTES = 12 << 20
 # DuckDB's own buffers (the table's pages, the rules' joins and sorts) stay under this; beyond
 # it DuckDB spills to the temporary directory instead of growing.
-MEMORY_LIMIT = "384MB"
+MEMORY_LIMIT = "256MB"
 _RAW = schema.RAW_TURNS.names
 _COLUMNS = schema.TURNS.names
 
