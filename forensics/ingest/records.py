@@ -536,6 +536,74 @@ class Collector:
         self._runs[run.run_id] = run
         self.trajectory_rows.append(traj)
 
+    def add_turn_batch(self, episodes: list[Episode], turns: pa.RecordBatch) -> None:
+        """Whole episodes whose turn rows a reader built column-wise: `turns` holds, in order,
+        one row per message of each (schema.RAW_TURNS, every value already checked, none of
+        them rejected, trajectory_id and trial null). The trajectories, their ids, trials,
+        counts and the record budget are add_episode's."""
+        actors = turns.column("actor").to_pylist()
+        calls = turns.column("tool_calls").to_pylist()
+        keep: list[pa.RecordBatch] = []
+        ids: list[str] = []
+        trials: list[int] = []
+        start = 0
+        for ep in episodes:
+            n = len(ep.messages)
+            at, start = start, start + n
+            if not keep_records(n + 1, ep.source_line):
+                continue
+            run = ep.run
+            ep.source_path, run.run_id = clean_text(ep.source_path), clean_text(run.run_id)
+            trajectory_id, trial = self._trajectory_id(run.run_id, ep.task_id, ep.trial)
+            agents = [i for i in range(at, start) if actors[i] == "agent"]
+            traj = _TRAJECTORIES.blank()
+            traj.update(
+                trajectory_id=trajectory_id,
+                run_id=run.run_id,
+                source_path=ep.source_path,
+                source_line=ep.source_line,
+                source_format=ep.source_format,
+                task_id=ep.task_id,
+                trial=trial,
+                reward=ep.reward,
+                termination_reason=ep.termination_reason,
+                error=ep.error,
+                turn_count=n,
+                agent_turn_count=len(agents),
+                tool_call_count=sum(len(calls[i] or []) for i in agents),
+                ingest_note=ep.note,
+                reward_breakdown=ep.reward_breakdown,
+                db_match=ep.db_match,
+                expected_actions=ep.expected_actions,
+                labels=[],
+            )
+            try:
+                _TRAJECTORIES.check(traj)
+            except BadValue as exc:
+                self.reject(
+                    ep.source_path,
+                    ep.source_line,
+                    f"episode not read: {exc}",
+                    "",
+                    ep.source_format,
+                    ep.json_path,
+                )
+                continue
+            keep.append(turns.slice(at, n))
+            ids += [trajectory_id] * n
+            trials += [trial] * n
+            self.turn_count += n
+            self._runs[run.run_id] = run
+            self.trajectory_rows.append(traj)
+        if not ids:
+            return
+        kept = pa.Table.from_batches(keep, schema=schema.RAW_TURNS).combine_chunks()
+        names = schema.RAW_TURNS.names
+        kept = kept.set_column(names.index("trajectory_id"), "trajectory_id", pa.array(ids))
+        kept = kept.set_column(names.index("trial"), "trial", pa.array(trials, pa.int64()))
+        self._flush_turns()  # rows of earlier episodes go first
+        self._turn_batches.extend(kept.to_batches())
+
     def _flush_turns(self) -> None:
         if self._turn_rows:
             batch = pa.RecordBatch.from_pylist(self._turn_rows, schema=schema.RAW_TURNS)

@@ -1,0 +1,392 @@
+"""The fast path of capture.py for the commonest capture: JSONL request/response pairs of Chat
+Completions calls, `{"request": {"body": ...}, "response": {"status": ..., "body": ...}}`.
+
+Agent-loop captures repeat the whole conversation in every request, and reading them costs
+per line and per turn, not per byte. This path decodes each line once with msgspec into typed
+envelopes whose request `messages` stay raw bytes (`msgspec.Raw`): a request whose array starts
+with the bytes of an earlier request's array takes that request's parsed messages and decodes
+only what follows (the history is never decoded twice, as with prefix.PrefixParser). The calls
+are then understood and linked by the same code as the general reader (exchange.build, Linker),
+and the turn rows of the file are built column by column into one Arrow batch, not one dict per
+turn.
+
+Whatever it does not expect, it does not guess: an envelope of another shape, a value typed
+decoding refuses, a line that would be rejected, a row value that does not fit its column. It
+then returns None before anything reached the collector, and capture.py reads the file with the
+general reader, so the tables are the same either way (tests/formats/test_capture_fast.py
+compares both on every capture fixture and on generated lines).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+
+from forensics import schema
+from forensics.ingest.api import envelopes, exchange, requestinfo
+from forensics.ingest.api.linking import Linker
+from forensics.ingest.api.prefix import PrefixParser
+from forensics.ingest.parse import files
+from forensics.ingest.parse.apicommon import text_of
+from forensics.ingest.records import (
+    Collector,
+    Episode,
+    Run,
+    normalise_finish_reason,
+    tau_actor,
+    tool_calls_of,
+)
+from forensics.ingest.rows import RowMaker, clean_text
+
+_Raws = dict[str, msgspec.Raw]
+_decode_raws = msgspec.json.Decoder(_Raws).decode
+_decode_any = msgspec.json.Decoder().decode
+_decode_list = msgspec.json.Decoder(list[Any]).decode
+
+
+class NotFast(Exception):
+    """The file is not one this path reads exactly: the general reader reads it."""
+
+
+# Keys that would make the request body something else than a Chat Completions body, or that
+# requestinfo walks as a conversation.
+_OTHER_CONVERSATION = frozenset({"input", "contents", "prompt"})
+_PROBE = 64
+_MAX_KEPT_BYTES = 8 * 1024 * 1024
+# Distinct request parameter sets (all keys but messages) a file may use: each costs one general
+# parse of its first line, so a capture whose every request differs is left to the general
+# reader.
+_MAX_SIGNATURES = 32
+
+
+class _Entry:
+    __slots__ = ("messages", "text")
+
+    def __init__(self, text: bytes, messages: list[Any]) -> None:
+        self.text = text
+        self.messages = messages
+
+
+class _Messages:
+    """The messages of each request from their raw array: a start seen before is not decoded
+    again, and its message objects are shared (linking and requestinfo resume by identity)."""
+
+    def __init__(self) -> None:
+        self._index: dict[bytes, list[_Entry]] = {}
+        self._order: dict[int, _Entry] = {}
+        self._kept = 0
+
+    def read(self, raw: bytes) -> list[Any]:
+        if raw[:1] != b"[":
+            raise NotFast("messages is not an array")
+        entry = self._match(raw)
+        if entry is None:
+            messages = _decode_list(raw)
+        else:
+            tail = raw[len(entry.text) :].lstrip(b" \t\r\n")
+            if tail[:1] == b"]":
+                messages = list(entry.messages)
+            elif tail[:1] == b",":
+                messages = [*entry.messages, *_decode_list(b"[" + tail[1:])]
+            else:
+                raise NotFast("messages array continued unexpectedly")
+        if any(type(m) is not dict for m in messages):
+            raise NotFast("a message that is not an object")
+        end = raw.rstrip(b" \t\r\n")
+        if len(end) > _PROBE and end[-1:] == b"]":
+            self._remember(_Entry(end[:-1].rstrip(b" \t\r\n"), messages))
+        return messages
+
+    def _match(self, raw: bytes) -> _Entry | None:
+        best: _Entry | None = None
+        for entry in self._index.get(raw[:_PROBE]) or ():
+            if (best is None or len(entry.text) > len(best.text)) and raw.startswith(entry.text):
+                best = entry
+        if best is not None:
+            self._forget(best)
+        return best
+
+    def _remember(self, entry: _Entry) -> None:
+        if len(entry.text) < _PROBE:
+            return
+        self._index.setdefault(entry.text[:_PROBE], []).append(entry)
+        self._order[id(entry)] = entry
+        self._kept += len(entry.text)
+        while self._kept > _MAX_KEPT_BYTES and self._order:
+            self._forget(next(iter(self._order.values())))
+
+    def _forget(self, entry: _Entry) -> None:
+        self._order.pop(id(entry), None)
+        bucket = self._index[entry.text[:_PROBE]]
+        bucket.remove(entry)
+        if not bucket:
+            del self._index[entry.text[:_PROBE]]
+        self._kept -= len(entry.text)
+
+
+class _Bodies:
+    """Request bodies with their messages in place. The other keys are the same in every request
+    of an agent loop: their values are taken from the general parser's reading of the first line
+    that sent them, once, so that everything computed from them (request_fields, the pickled
+    params digest behind request_hash) is what the general reader computes."""
+
+    def __init__(self) -> None:
+        self._templates: dict[tuple[tuple[str, bytes], ...], dict[str, Any]] = {}
+
+    def body(self, line: str, raw: dict[str, msgspec.Raw], messages: list[Any]) -> dict[str, Any]:
+        signature = tuple((k, bytes(v)) for k, v in raw.items() if k != "messages")
+        template = self._templates.get(signature)
+        if template is None:
+            if len(self._templates) >= _MAX_SIGNATURES:
+                raise NotFast("too many distinct request parameter sets")
+            template = self._templates[signature] = _general_body(line, list(raw))
+        return {k: messages if k == "messages" else v for k, v in template.items()}
+
+
+def _general_body(line: str, keys: list[str]) -> dict[str, Any]:
+    record = PrefixParser().loads(line)
+    request, _, _ = envelopes._request(record.get("request"))
+    if type(request) is not dict or list(request) != keys:
+        raise NotFast("request body read differently by the general parser")
+    return request
+
+
+def _records(path: Path) -> Iterable[tuple[int, _Raws, str]]:
+    for number, text in files.iter_lines(path):
+        if text is None:
+            raise NotFast("a line over the line cap")
+        if not text or text.isspace():
+            continue
+        try:
+            yield number, _decode_raws(text), text
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise NotFast(f"line {number}: {exc}") from None
+
+
+# Record keys that make a record something else than a request/response pair (envelopes.kind,
+# litellm.is_record).
+_NOT_PAIR = frozenset({"custom_id", "call_type", "standard_logging_object"})
+# The request envelope keys this path takes (envelopes._request): the body under `body` only.
+_ENVELOPE = frozenset({"url", "uri", "method", "headers", "body"})
+
+
+def _call(
+    number: int, record: _Raws, line: str, bodies: _Bodies, parsed: _Messages
+) -> exchange.Call:
+    if "request" not in record or "response" not in record or record.keys() & _NOT_PAIR:
+        raise NotFast("not a request/response pair")
+    try:
+        side = _decode_raws(bytes(record["request"]))
+        if "messages" in side:
+            raw, request = side, None
+        elif "body" in side and side.keys() <= _ENVELOPE:
+            raw = _decode_raws(bytes(side["body"]))
+            request = {k: _decode_any(bytes(v)) for k, v in side.items() if k != "body"}
+        else:
+            raise NotFast("not a Chat Completions request")
+        stub = {k: _decode_any(bytes(v)) for k, v in record.items() if k != "request"}
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise NotFast(str(exc)) from None
+    if "messages" not in raw or raw.keys() & _OTHER_CONVERSATION or set(raw) == {"string"}:
+        raise NotFast("not a Chat Completions request body")
+    messages = parsed.read(bytes(raw["messages"]))
+    body = bodies.body(line, raw, messages)
+    if request is None:
+        stub["request"] = body
+    else:
+        request["body"] = body
+        stub["request"] = request
+    if envelopes.kind(stub) != "pair":
+        raise NotFast("not a request/response pair")
+    ex = envelopes.exchange(stub, "pair")
+    if ex.request is not body:
+        raise NotFast("request body found elsewhere")
+    try:
+        call = exchange.build(ex, number)
+    except exchange.NotACall:
+        raise NotFast("a record that is not a call") from None
+    if call.normalise is None or call.output is None or call.request_line is not None:
+        raise NotFast("a call of another dialect")
+    return call
+
+
+def read(path: Path, collector: Collector, fmt: str) -> int | None:
+    """Read a capture file as capture.read does, or None (the collector untouched) when this
+    path does not read it exactly."""
+    try:
+        with open(path, "rb") as raw:
+            if raw.read(1) != b"{":  # compressed, a document, or something else
+                return None
+        run = Run(run_id=path.stem)
+        linker = Linker(run, str(path), fmt)
+        bodies, parsed = _Bodies(), _Messages()
+        sources = 0
+        models: set[str] = set()
+        with requestinfo.shared_items():
+            for number, record, line in _records(path):
+                call = _call(number, record, line, bodies, parsed)
+                history, output = linker.add(call)
+                if model := call.fields.get("model"):
+                    models.add(model)
+                if history or output:
+                    sources += 1
+        if len(models) == 1:
+            run.agent_model = next(iter(models))
+        episodes = []
+        for traj in linker._trajectories:
+            traj.episode.error = traj.error
+            episodes.append(traj.episode)
+        batch = turn_batch(episodes)
+    except NotFast:
+        return None
+    except (files.TooLarge, OSError):
+        return None  # the general reader meets it again and reports it as it always has
+    collector.add_turn_batch(episodes, batch)
+    return sources
+
+
+# --- the turn rows, column by column ----------------------------------------------------------
+
+_TURNS = RowMaker(schema.RAW_TURNS)
+_TYPES = {f.name: f.type for f in schema.RAW_TURNS}
+# Columns every turn fills from its message and run (Collector._turn_row); the others only come
+# from a call's fields.
+_BASE = (
+    "source_path",
+    "source_format",
+    "run_id",
+    "task_id",
+    "turn_index",
+    "role",
+    "actor",
+    "content",
+    "reasoning",
+    "tool_calls",
+    "finish_reason",
+    "finish_reason_raw",
+    "max_output_tokens",
+    "tools_attached",
+    "model",
+    "endpoint",
+    "tool_call_id",
+    "refusal",
+    "tool_name",
+    "source_line",
+)
+_NAMES = set(_TYPES)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def turn_batch(episodes: list[Episode]) -> pa.RecordBatch:
+    """The turn rows of whole episodes as Collector._turn_row makes them, one list per column,
+    without trajectory_id and trial (the collector numbers trajectories). NotFast when a value
+    would not pass the row check (the general reader then rejects that message)."""
+    base: dict[str, list[Any]] = {name: [] for name in _BASE}
+    sparse: dict[str, dict[int, Any]] = {}
+    n = 0
+    for ep in episodes:
+        run = ep.run
+        path, run_id = clean_text(ep.source_path), clean_text(run.run_id)
+        for index, (line, msg) in enumerate(ep.messages):
+            role = msg.get("role")
+            content = text_of(msg.get("content"))
+            actor = tau_actor(role, content if isinstance(content, str) else None)
+            model = run.agent_model if actor == "agent" else None
+            endpoint = run.agent_endpoint if actor == "agent" else None
+            if actor == "user_sim":
+                model, endpoint = run.user_model, run.user_endpoint
+            finish_raw = msg.get("finish_reason")
+            values = (
+                path,
+                ep.source_format,
+                run_id,
+                ep.task_id,
+                index,
+                role,
+                actor,
+                content,
+                text_of(msg.get("reasoning_content") or msg.get("reasoning")),
+                tool_calls_of(msg),
+                normalise_finish_reason(finish_raw),
+                finish_raw,
+                run.max_output_tokens if model else None,
+                run.tools_attached if actor == "agent" else None,
+                model,
+                endpoint,
+                _text_or_none(msg.get("tool_call_id", msg.get("id"))) if role == "tool" else None,
+                text_of(msg.get("refusal")) or None,
+                _text_or_none(msg.get("name")) if role == "tool" else None,
+                line,
+            )
+            for name, value in zip(_BASE, values, strict=True):
+                base[name].append(value)
+            overrides = ep.turn_fields.get(index)
+            if overrides:
+                if overrides.keys() - _NAMES:
+                    raise NotFast("unknown turn fields")
+                for key, value in overrides.items():
+                    if key == "source_line":
+                        continue  # the message's own line, whatever the fields say
+                    if key in base:
+                        base[key][n] = value
+                    else:
+                        sparse.setdefault(key, {})[n] = value
+                if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
+                    raw_reason = overrides["finish_reason_raw"]
+                    base["finish_reason"][n] = normalise_finish_reason(raw_reason)
+            n += 1
+    arrays = []
+    for field in schema.RAW_TURNS:
+        name = field.name
+        if name in base:
+            values = base[name]
+        elif name in sparse:
+            values = [None] * n
+            for i, value in sparse[name].items():
+                values[i] = value
+        else:
+            arrays.append(pa.nulls(n, field.type))
+            continue
+        _check(name, values)
+        try:
+            arrays.append(pa.array(values, type=field.type))
+        except (pa.ArrowException, OverflowError, UnicodeEncodeError, TypeError) as exc:
+            raise NotFast(f"{name}: {exc}") from None
+    return pa.RecordBatch.from_arrays(arrays, schema=schema.RAW_TURNS)
+
+
+_SCALARS = {
+    pa.string(): (str,),
+    pa.int64(): (int,),
+    pa.float64(): (int, float),
+    pa.bool_(): (bool,),
+}
+
+
+def _check(name: str, values: list[Any]) -> None:
+    """What rows.RowMaker.check refuses and pa.array would take (a float or a bool in an int64
+    column, NaN, a struct with a field more): NotFast, before Arrow converts it."""
+    kind = _TYPES[name]
+    allowed = _SCALARS.get(kind)
+    if allowed is not None:
+        types = set(map(type, values))
+        types.discard(type(None))
+        if not types <= set(allowed):
+            raise NotFast(f"{name}: a value of another type")
+        if float in types and not all(
+            math.isfinite(v) and abs(v) <= 1.7e308 for v in values if type(v) is float
+        ):
+            raise NotFast(f"{name}: not a finite number")
+        return
+    check = dict(_TURNS._checks)[name]
+    for value in values:
+        if value is not None and check(value) is not None:
+            raise NotFast(f"{name}: a value that does not fit")
