@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from forensics import interrupts, schema
 from forensics.ingest.parse import jsonwalk
@@ -541,8 +542,12 @@ class Collector:
         one row per message of each (schema.RAW_TURNS, every value already checked, none of
         them rejected, trajectory_id and trial null). The trajectories, their ids, trials,
         counts and the record budget are add_episode's."""
-        actors = turns.column("actor").to_pylist()
-        calls = turns.column("tool_calls").to_pylist()
+        # Per row: is it the agent's, and how many tool calls the agent made in it; summed per
+        # episode from running totals.
+        agent = pc.equal(turns.column("actor"), "agent").fill_null(False)
+        calls = pc.if_else(agent, pc.list_value_length(turns.column("tool_calls")), 0)
+        agents_to = [0, *pc.cumulative_sum(agent.cast(pa.int64())).to_pylist()]
+        calls_to = [0, *pc.cumulative_sum(calls.fill_null(0)).to_pylist()]
         keep: list[pa.RecordBatch] = []
         ids: list[str] = []
         trials: list[int] = []
@@ -555,7 +560,6 @@ class Collector:
             run = ep.run
             ep.source_path, run.run_id = clean_text(ep.source_path), clean_text(run.run_id)
             trajectory_id, trial = self._trajectory_id(run.run_id, ep.task_id, ep.trial)
-            agents = [i for i in range(at, start) if actors[i] == "agent"]
             traj = _TRAJECTORIES.blank()
             traj.update(
                 trajectory_id=trajectory_id,
@@ -569,8 +573,8 @@ class Collector:
                 termination_reason=ep.termination_reason,
                 error=ep.error,
                 turn_count=n,
-                agent_turn_count=len(agents),
-                tool_call_count=sum(len(calls[i] or []) for i in agents),
+                agent_turn_count=agents_to[start] - agents_to[at],
+                tool_call_count=calls_to[start] - calls_to[at],
                 ingest_note=ep.note,
                 reward_breakdown=ep.reward_breakdown,
                 db_match=ep.db_match,

@@ -49,6 +49,26 @@ _decode_any = msgspec.json.Decoder().decode
 _decode_list = msgspec.json.Decoder(list[Any]).decode
 
 
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    body: _Raws
+
+
+class _Answer(msgspec.Struct, forbid_unknown_fields=True):
+    body: dict[str, Any]
+    status: int | None = None
+
+
+class _Wrapped(msgspec.Struct, forbid_unknown_fields=True):
+    """The commonest record: `{"request": {"body": ...}, "response": {"status": ..., "body":
+    ...}}`, decoded in one pass. Other records are decoded key by key (`_call`)."""
+
+    request: _Envelope
+    response: _Answer
+
+
+_decode_wrapped = msgspec.json.Decoder(_Wrapped).decode
+
+
 class NotFast(Exception):
     """The file is not one this path reads exactly: the general reader reads it."""
 
@@ -156,13 +176,20 @@ def _general_body(line: str, keys: list[str]) -> dict[str, Any]:
     return request
 
 
-def _records(path: Path) -> Iterable[tuple[int, _Raws, str]]:
+def _records(path: Path) -> Iterable[tuple[int, _Wrapped | _Raws, str]]:
+    typed = True  # until a record of another shape: then every line is decoded key by key
     for number, text in files.iter_lines(path):
         if text is None:
             raise NotFast("a line over the line cap")
         if not text or text.isspace():
             continue
         try:
+            if typed:
+                try:
+                    yield number, _decode_wrapped(text), text
+                    continue
+                except msgspec.ValidationError:
+                    typed = False
             yield number, _decode_raws(text), text
         except (msgspec.DecodeError, RecursionError) as exc:
             raise NotFast(f"line {number}: {exc}") from None
@@ -175,9 +202,24 @@ _NOT_PAIR = frozenset({"custom_id", "call_type", "standard_logging_object"})
 _ENVELOPE = frozenset({"url", "uri", "method", "headers", "body"})
 
 
+def _wrapped(number: int, record: _Wrapped, line: str, bodies: _Bodies, parsed: _Messages) -> Any:
+    """The exchange of a `_Wrapped` record, as envelopes.exchange reads it: both sides are
+    envelopes (the response has no key a response body has), the bodies are theirs."""
+    raw, answer = record.request.body, record.response.body
+    if "messages" not in raw or raw.keys() & _OTHER_CONVERSATION or set(raw) == {"string"}:
+        raise NotFast("not a Chat Completions request body")
+    if set(answer) == {"string"}:  # vcrpy's spelling of a body
+        raise NotFast("a body given as a string")
+    body = bodies.body(line, raw, parsed.read(bytes(raw["messages"])))
+    return exchange.Exchange(request=body, response=answer, status=record.response.status)
+
+
 def _call(
-    number: int, record: _Raws, line: str, bodies: _Bodies, parsed: _Messages
+    number: int, record: _Wrapped | _Raws, line: str, bodies: _Bodies, parsed: _Messages
 ) -> exchange.Call:
+    if type(record) is _Wrapped:
+        return _built(_wrapped(number, record, line, bodies, parsed), number)
+    assert isinstance(record, dict)
     if "request" not in record or "response" not in record or record.keys() & _NOT_PAIR:
         raise NotFast("not a request/response pair")
     try:
@@ -206,6 +248,10 @@ def _call(
     ex = envelopes.exchange(stub, "pair")
     if ex.request is not body:
         raise NotFast("request body found elsewhere")
+    return _built(ex, number)
+
+
+def _built(ex: exchange.Exchange, number: int) -> exchange.Call:
     try:
         call = exchange.build(ex, number)
     except exchange.NotACall:
@@ -254,13 +300,10 @@ def read(path: Path, collector: Collector, fmt: str) -> int | None:
 
 _TURNS = RowMaker(schema.RAW_TURNS)
 _TYPES = {f.name: f.type for f in schema.RAW_TURNS}
-# Columns every turn fills from its message and run (Collector._turn_row); the others only come
-# from a call's fields.
-_BASE = (
-    "source_path",
-    "source_format",
-    "run_id",
-    "task_id",
+# Columns every turn fills from its message and run (Collector._turn_row), the same for a whole
+# episode, then turn by turn; the others only come from a call's fields.
+_EPISODE = ("source_path", "source_format", "run_id", "task_id")
+_TURN = (
     "turn_index",
     "role",
     "actor",
@@ -289,80 +332,89 @@ def turn_batch(episodes: list[Episode]) -> pa.RecordBatch:
     """The turn rows of whole episodes as Collector._turn_row makes them, one list per column,
     without trajectory_id and trial (the collector numbers trajectories). NotFast when a value
     would not pass the row check (the general reader then rejects that message)."""
-    base: dict[str, list[Any]] = {name: [] for name in _BASE}
-    sparse: dict[str, dict[int, Any]] = {}
-    n = 0
+    constant: list[list[Any]] = [[] for _ in _EPISODE]
+    rows: list[tuple[Any, ...]] = []
+    overridden: list[tuple[int, dict[str, Any]]] = []
     for ep in episodes:
         run = ep.run
-        path, run_id = clean_text(ep.source_path), clean_text(run.run_id)
+        agent_model, agent_endpoint = run.agent_model, run.agent_endpoint
+        agent_cap, agent_tools = run.max_output_tokens, run.tools_attached
+        user_cap = run.max_output_tokens if run.user_model else None
+        fields = ep.turn_fields
         for index, (line, msg) in enumerate(ep.messages):
-            role = msg.get("role")
-            content = text_of(msg.get("content"))
+            get = msg.get
+            role = get("role")
+            content = text_of(get("content"))
             actor = tau_actor(role, content if isinstance(content, str) else None)
-            model = run.agent_model if actor == "agent" else None
-            endpoint = run.agent_endpoint if actor == "agent" else None
-            if actor == "user_sim":
-                model, endpoint = run.user_model, run.user_endpoint
-            finish_raw = msg.get("finish_reason")
-            values = (
-                path,
-                ep.source_format,
-                run_id,
-                ep.task_id,
-                index,
-                role,
-                actor,
-                content,
-                text_of(msg.get("reasoning_content") or msg.get("reasoning")),
-                tool_calls_of(msg),
-                normalise_finish_reason(finish_raw),
-                finish_raw,
-                run.max_output_tokens if model else None,
-                run.tools_attached if actor == "agent" else None,
-                model,
-                endpoint,
-                _text_or_none(msg.get("tool_call_id", msg.get("id"))) if role == "tool" else None,
-                text_of(msg.get("refusal")) or None,
-                _text_or_none(msg.get("name")) if role == "tool" else None,
-                line,
+            if actor == "agent":
+                model, endpoint, cap, tools = agent_model, agent_endpoint, None, agent_tools
+                cap = agent_cap if model else None
+            elif actor == "user_sim":
+                model, endpoint, cap, tools = run.user_model, run.user_endpoint, user_cap, None
+            else:
+                model = endpoint = cap = tools = None
+            finish_raw = get("finish_reason")
+            tool = role == "tool"
+            rows.append(
+                (
+                    index,
+                    role,
+                    actor,
+                    content,
+                    text_of(get("reasoning_content") or get("reasoning")),
+                    tool_calls_of(msg),
+                    normalise_finish_reason(finish_raw),
+                    finish_raw,
+                    cap,
+                    tools,
+                    model,
+                    endpoint,
+                    _text_or_none(get("tool_call_id", get("id"))) if tool else None,
+                    text_of(get("refusal")) or None,
+                    _text_or_none(get("name")) if tool else None,
+                    line,
+                )
             )
-            for name, value in zip(_BASE, values, strict=True):
-                base[name].append(value)
-            overrides = ep.turn_fields.get(index)
-            if overrides:
-                if overrides.keys() - _NAMES:
-                    raise NotFast("unknown turn fields")
-                for key, value in overrides.items():
-                    if key == "source_line":
-                        continue  # the message's own line, whatever the fields say
-                    if key in base:
-                        base[key][n] = value
-                    else:
-                        sparse.setdefault(key, {})[n] = value
-                if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
-                    raw_reason = overrides["finish_reason_raw"]
-                    base["finish_reason"][n] = normalise_finish_reason(raw_reason)
-            n += 1
+            if overrides := fields.get(index):
+                overridden.append((len(rows) - 1, overrides))
+        count = len(ep.messages)
+        values = (clean_text(ep.source_path), ep.source_format, clean_text(run.run_id), ep.task_id)
+        for column, value in zip(constant, values, strict=True):
+            column.extend([value] * count)
+    n = len(rows)
+    columns: dict[str, list[Any]] = dict(zip(_EPISODE, constant, strict=True))
+    for name, column in zip(
+        _TURN, zip(*rows, strict=True) if rows else [()] * len(_TURN), strict=True
+    ):
+        columns[name] = list(column)
+    for i, overrides in overridden:
+        if overrides.keys() - _NAMES:
+            raise NotFast("unknown turn fields")
+        for key, value in overrides.items():
+            if key == "source_line":
+                continue  # the message's own line, whatever the fields say
+            column = columns.get(key)
+            if column is None:
+                column = columns[key] = [None] * n
+            column[i] = value
+        if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
+            columns["finish_reason"][i] = normalise_finish_reason(overrides["finish_reason_raw"])
     arrays = []
     for field in schema.RAW_TURNS:
-        name = field.name
-        if name in base:
-            values = base[name]
-        elif name in sparse:
-            values = [None] * n
-            for i, value in sparse[name].items():
-                values[i] = value
-        else:
+        values = columns.get(field.name)
+        if values is None:
             arrays.append(pa.nulls(n, field.type))
             continue
-        _check(name, values)
+        _check(field.name, values)
         try:
             arrays.append(pa.array(values, type=field.type))
         except (pa.ArrowException, OverflowError, UnicodeEncodeError, TypeError) as exc:
-            raise NotFast(f"{name}: {exc}") from None
+            raise NotFast(f"{field.name}: {exc}") from None
     return pa.RecordBatch.from_arrays(arrays, schema=schema.RAW_TURNS)
 
 
+_STRINGS = pa.list_(pa.string())
+_CHECKS = dict(_TURNS._checks)
 _SCALARS = {
     pa.string(): (str,),
     pa.int64(): (int,),
@@ -386,7 +438,15 @@ def _check(name: str, values: list[Any]) -> None:
         ):
             raise NotFast(f"{name}: not a finite number")
         return
-    check = dict(_TURNS._checks)[name]
+    if kind == _STRINGS:  # key paths, tool names: Arrow refuses lone surrogates itself
+        if not all(type(x) is str for v in values if v for x in v):
+            raise NotFast(f"{name}: a value of another type")
+        if not all(type(v) is list for v in values if v is not None):
+            raise NotFast(f"{name}: not an array")
+        return
+    check = _CHECKS[name]
     for value in values:
-        if value is not None and check(value) is not None:
+        if value and check(value) is not None:  # an empty list always fits
             raise NotFast(f"{name}: a value that does not fit")
+        if value is not None and type(value) is not list:
+            raise NotFast(f"{name}: not an array")
