@@ -233,3 +233,8 @@ def test_a_value_the_row_check_refuses_is_left_to_the_general_reader() -> None:
     episode = Episode(Run("r"), "f.jsonl", 1, capture.FORMAT)
     episode.add(1, {"role": "assistant", "content": "hi"}, input_tokens=2)
     assert _capture_fast.turn_batch([episode]).column("input_tokens").to_pylist() == [2]
+    for value in ("ab", ["a", 1], [["a"]], ("a",)):
+        episode = Episode(Run("r"), "f.jsonl", 1, capture.FORMAT)
+        episode.add(1, {"role": "assistant", "content": "hi"}, request_keys=value)
+        with pytest.raises(_capture_fast.NotFast):
+            _capture_fast.turn_batch([episode])

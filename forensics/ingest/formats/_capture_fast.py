@@ -34,6 +34,7 @@ from forensics.ingest.api.prefix import PrefixParser
 from forensics.ingest.parse import files
 from forensics.ingest.parse.apicommon import text_of
 from forensics.ingest.records import (
+    BATCH_ROWS,
     Collector,
     Episode,
     Run,
@@ -283,16 +284,22 @@ def read(path: Path, collector: Collector, fmt: str) -> int | None:
                     sources += 1
         if len(models) == 1:
             run.agent_model = next(iter(models))
-        episodes = []
-        for traj in linker._trajectories:
-            traj.episode.error = traj.error
-            episodes.append(traj.episode)
-        batch = turn_batch(episodes)
+        episodes = linker.take()
+        # Rows become Arrow a group of whole episodes at a time (a column's Python list lives
+        # only until its group is built), all before the collector gets any.
+        groups: list[tuple[list[Episode], pa.RecordBatch]] = []
+        start = rows = 0
+        for end, episode in enumerate(episodes, 1):
+            rows += len(episode.messages)
+            if rows >= BATCH_ROWS or end == len(episodes):
+                groups.append((episodes[start:end], turn_batch(episodes[start:end])))
+                start, rows = end, 0
     except NotFast:
         return None
     except (files.TooLarge, OSError):
         return None  # the general reader meets it again and reports it as it always has
-    collector.add_turn_batch(episodes, batch)
+    for group, batch in groups:
+        collector.add_turn_batch(group, batch)
     return sources
 
 
@@ -405,15 +412,38 @@ def turn_batch(episodes: list[Episode]) -> pa.RecordBatch:
         if values is None:
             arrays.append(pa.nulls(n, field.type))
             continue
-        _check(field.name, values)
         try:
-            arrays.append(pa.array(values, type=field.type))
+            if field.type == _STRINGS:
+                arrays.append(_repeated_lists(field.name, values))
+            else:
+                _check(field.name, values)
+                arrays.append(pa.array(values, type=field.type))
         except (pa.ArrowException, OverflowError, UnicodeEncodeError, TypeError) as exc:
             raise NotFast(f"{field.name}: {exc}") from None
     return pa.RecordBatch.from_arrays(arrays, schema=schema.RAW_TURNS)
 
 
 _STRINGS = pa.list_(pa.string())
+
+
+def _repeated_lists(name: str, values: list[Any]) -> pa.Array:
+    """A list<string> column whose lists repeat (the request's key paths, the tools offered:
+    the same for every call of a run): each distinct list checked and converted once."""
+    index: dict[tuple[Any, ...] | None, int] = {}
+    rows = []
+    for value in values:
+        if value is not None and type(value) is not list:
+            raise NotFast(f"{name}: not an array")
+        key = None if value is None else tuple(value)
+        at = index.get(key)
+        if at is None:
+            at = index[key] = len(index)
+        rows.append(at)
+    distinct = [None if key is None else list(key) for key in index]
+    _check(name, distinct)
+    return pa.array(distinct, type=_STRINGS).take(pa.array(rows, type=pa.int64()))
+
+
 _CHECKS = dict(_TURNS._checks)
 _SCALARS = {
     pa.string(): (str,),
