@@ -385,39 +385,38 @@ def turn_batch(episodes: list[Episode]) -> pa.RecordBatch:
             if overrides := fields.get(index):
                 overridden.append((len(rows) - 1, overrides))
         count = len(ep.messages)
-        values = (clean_text(ep.source_path), ep.source_format, clean_text(run.run_id), ep.task_id)
-        for column, value in zip(constant, values, strict=True):
+        same = (clean_text(ep.source_path), ep.source_format, clean_text(run.run_id), ep.task_id)
+        for column, value in zip(constant, same, strict=True):
             column.extend([value] * count)
     n = len(rows)
     columns: dict[str, list[Any]] = dict(zip(_EPISODE, constant, strict=True))
-    for name, column in zip(
+    for name, cells in zip(
         _TURN, zip(*rows, strict=True) if rows else [()] * len(_TURN), strict=True
     ):
-        columns[name] = list(column)
+        columns[name] = list(cells)
     for i, overrides in overridden:
         if overrides.keys() - _NAMES:
             raise NotFast("unknown turn fields")
         for key, value in overrides.items():
             if key == "source_line":
                 continue  # the message's own line, whatever the fields say
-            column = columns.get(key)
-            if column is None:
-                column = columns[key] = [None] * n
-            column[i] = value
+            if key not in columns:
+                columns[key] = [None] * n
+            columns[key][i] = value
         if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
             columns["finish_reason"][i] = normalise_finish_reason(overrides["finish_reason_raw"])
     arrays = []
     for field in schema.RAW_TURNS:
-        values = columns.get(field.name)
-        if values is None:
+        if field.name not in columns:
             arrays.append(pa.nulls(n, field.type))
             continue
+        column = columns[field.name]
         try:
             if field.type == _STRINGS:
-                arrays.append(_repeated_lists(field.name, values))
+                arrays.append(_repeated_lists(field.name, column))
             else:
-                _check(field.name, values)
-                arrays.append(pa.array(values, type=field.type))
+                _check(field.name, column)
+                arrays.append(pa.array(column, type=field.type))
         except (pa.ArrowException, OverflowError, UnicodeEncodeError, TypeError) as exc:
             raise NotFast(f"{field.name}: {exc}") from None
     return pa.RecordBatch.from_arrays(arrays, schema=schema.RAW_TURNS)
