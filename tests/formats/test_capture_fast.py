@@ -238,3 +238,24 @@ def test_a_value_the_row_check_refuses_is_left_to_the_general_reader() -> None:
         episode.add(1, {"role": "assistant", "content": "hi"}, request_keys=value)
         with pytest.raises(_capture_fast.NotFast):
             _capture_fast.turn_batch([episode])
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        '"\\ud800 lone surrogate"',  # json reads it, the row check rejects it; msgspec refuses
+        "[" * 1200 + "]" * 1200,  # deeper than msgspec goes
+        "1" * 5000,  # an integer past Python's conversion limit
+        "1E400",  # json reads it as infinity
+        "NaN",
+    ],
+)
+def test_what_msgspec_refuses_is_read_by_the_general_reader(tmp_path: Path, spelling: str) -> None:
+    lines = _agent_loop(random.Random(3), 3, wrap=True)
+    marker = '"content": "ok"'
+    at = next(i for i, line in enumerate(lines) if marker in line)
+    lines[at] = lines[at].replace(marker, f'"content": {spelling}', 1)
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert not _taken(path)
+    assert_same(path)

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
-from forensics import schema
+from forensics import interrupts, schema
 from forensics.ingest.api import envelopes, exchange, requestinfo
 from forensics.ingest.api.linking import Linker
 from forensics.ingest.api.prefix import PrefixParser
@@ -296,8 +296,11 @@ def read(path: Path, collector: Collector, fmt: str) -> int | None:
                 start, rows = end, 0
     except NotFast:
         return None
-    except (files.TooLarge, OSError):
-        return None  # the general reader meets it again and reports it as it always has
+    except Exception as exc:
+        # Whatever else stops this path (a file over a cap, an I/O error, JSON nested past
+        # msgspec's depth): the general reader meets it again and says what it always says.
+        interrupts.raise_if_interrupted(exc)
+        return None
     for group, batch in groups:
         collector.add_turn_batch(group, batch)
     return sources
