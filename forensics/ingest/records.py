@@ -548,7 +548,7 @@ class Collector:
         calls = pc.if_else(agent, pc.list_value_length(turns.column("tool_calls")), 0)
         agents_to = [0, *pc.cumulative_sum(agent.cast(pa.int64())).to_pylist()]
         calls_to = [0, *pc.cumulative_sum(calls.fill_null(0)).to_pylist()]
-        keep: list[pa.RecordBatch] = []
+        keep: list[int] = []  # rows of the episodes kept
         ids: list[str] = []
         trials: list[int] = []
         start = 0
@@ -593,7 +593,7 @@ class Collector:
                     ep.json_path,
                 )
                 continue
-            keep.append(turns.slice(at, n))
+            keep.extend(range(at, start))
             ids += [trajectory_id] * n
             trials += [trial] * n
             self.turn_count += n
@@ -601,12 +601,13 @@ class Collector:
             self.trajectory_rows.append(traj)
         if not ids:
             return
-        kept = pa.Table.from_batches(keep, schema=schema.RAW_TURNS).combine_chunks()
-        names = schema.RAW_TURNS.names
-        kept = kept.set_column(names.index("trajectory_id"), "trajectory_id", pa.array(ids))
-        kept = kept.set_column(names.index("trial"), "trial", pa.array(trials, pa.int64()))
+        kept = turns if len(keep) == turns.num_rows else turns.take(pa.array(keep, pa.int64()))
+        for name, values in (("trajectory_id", ids), ("trial", trials)):
+            field = schema.RAW_TURNS.field(name)
+            at = schema.RAW_TURNS.get_field_index(name)
+            kept = kept.set_column(at, field, pa.array(values, field.type))
         self._flush_turns()  # rows of earlier episodes go first
-        self._turn_batches.extend(kept.to_batches())
+        self._turn_batches.append(kept)
 
     def _flush_turns(self) -> None:
         if self._turn_rows:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from forensics.ingest.formats import _capture_fast, capture
 from forensics.ingest.parse import files
 from forensics.ingest.records import Collector
+from forensics.limits import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 # Every JSONL file of the fixtures that holds request/response records.
@@ -28,9 +29,9 @@ FIXTURES = sorted(
 )
 
 
-def _read(path: Path, fast: bool) -> tuple[Any, ...]:
+def _read(path: Path, fast: bool, limits: Limits | None = None) -> tuple[Any, ...]:
     collector = Collector()
-    with files.reading(files.Limits()) as damage, files.counting_records():
+    with files.reading(limits or Limits()) as damage, files.counting_records():
         records = capture.read(path, collector, capture.FORMAT, fast=fast)
     turns, trajectories, rejects = collector.tables()
     return records, turns, trajectories, rejects, collector.notes, list(damage)
@@ -40,8 +41,8 @@ def _taken(path: Path) -> bool:
     return _capture_fast.read(path, Collector(), capture.FORMAT) is not None
 
 
-def assert_same(path: Path) -> None:
-    general, fast = _read(path, False), _read(path, True)
+def assert_same(path: Path, limits: Limits | None = None) -> None:
+    general, fast = _read(path, False, limits), _read(path, True, limits)
     assert fast[0] == general[0]
     for name, a, b in zip(
         ("turns", "trajectories", "rejects"), general[1:4], fast[1:4], strict=True
@@ -144,6 +145,14 @@ def test_generated_agent_loops(tmp_path: Path) -> None:
         path.write_text("\n".join(_agent_loop(random.Random(seed), 12, wrap)) + "\n")
         assert _taken(path)
         assert_same(path)
+
+
+def test_the_records_cap_drops_the_same_episodes(tmp_path: Path) -> None:
+    path = tmp_path / "loop.jsonl"
+    path.write_text("\n".join(_agent_loop(random.Random(5), 12, True)) + "\n")
+    for cap in (1, 7, 40, 75):
+        assert_same(path, Limits(max_records=cap))
+        assert _read(path, True, Limits(max_records=cap))[1].num_rows < cap
 
 
 # Edits of a generated line that the fast path must either read exactly or leave alone.

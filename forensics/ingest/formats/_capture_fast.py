@@ -107,16 +107,17 @@ class _Messages:
             raise NotFast("messages is not an array")
         entry = self._match(raw)
         if entry is None:
-            messages = _decode_list(raw)
+            messages = new = _decode_list(raw)
         else:
             tail = raw[len(entry.text) :].lstrip(b" \t\r\n")
             if tail[:1] == b"]":
-                messages = list(entry.messages)
+                messages, new = list(entry.messages), []
             elif tail[:1] == b",":
-                messages = [*entry.messages, *_decode_list(b"[" + tail[1:])]
+                new = _decode_list(b"[" + tail[1:])
+                messages = [*entry.messages, *new]
             else:
                 raise NotFast("messages array continued unexpectedly")
-        if any(type(m) is not dict for m in messages):
+        if any(type(m) is not dict for m in new):  # the remembered ones were checked
             raise NotFast("a message that is not an object")
         end = raw.rstrip(b" \t\r\n")
         if len(end) > _PROBE and end[-1:] == b"]":
