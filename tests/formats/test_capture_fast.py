@@ -177,6 +177,10 @@ _EDITS = st.sampled_from(
         ("request", "headers"),
         ("response", "status"),
         ("response", "body", "choices", 0, "message", "content"),
+        ("response", "body", "choices", 0, "message", "refusal"),
+        ("response", "body", "choices", 0, "message", "reasoning_content"),
+        ("request", "body", "messages", -1, "content"),
+        ("request", "body", "messages", -1, "name"),
         ("response", "body", "choices", 0, "message", "tool_calls"),
         ("response", "body", "choices", 0, "finish_reason"),
         ("response", "body", "choices"),
@@ -210,7 +214,12 @@ def _edit(record: dict[str, Any], where: tuple[Any, ...], value: Any) -> None:
 @given(
     seed=st.integers(0, 2**16),
     edits=st.lists(
-        st.tuples(st.integers(0, 40), _EDITS, _JSON_VALUES | st.sampled_from(["\ud800x", "é"])),
+        st.tuples(
+            st.integers(0, 40),
+            _EDITS,
+            _JSON_VALUES
+            | st.sampled_from(["\ud800x", "é", "", [{"type": "text", "text": "a"}, "b"]]),
+        ),
         max_size=3,
     ),
     extra=st.sampled_from(["", "\n\n", "not json\n", "[1]\n", "{}\n"]),

@@ -355,7 +355,15 @@ def turn_batch(episodes: list[Episode]) -> pa.RecordBatch:
         for index, (line, msg) in enumerate(ep.messages):
             get = msg.get
             role = get("role")
-            content = text_of(get("content"))
+            # text_of, without its call for what is already text (every normalised message)
+            content = get("content")
+            if content is not None and type(content) is not str:
+                content = text_of(content)
+            reasoning = get("reasoning_content") or get("reasoning")
+            if reasoning is not None and type(reasoning) is not str:
+                reasoning = text_of(reasoning)
+            refusal = get("refusal")
+            refusal = (refusal if type(refusal) is str else text_of(refusal)) or None
             actor = tau_actor(role, content if isinstance(content, str) else None)
             if actor == "agent":
                 model, endpoint, cap, tools = agent_model, agent_endpoint, None, agent_tools
@@ -372,16 +380,16 @@ def turn_batch(episodes: list[Episode]) -> pa.RecordBatch:
                     role,
                     actor,
                     content,
-                    text_of(get("reasoning_content") or get("reasoning")),
+                    reasoning,
                     tool_calls_of(msg),
-                    normalise_finish_reason(finish_raw),
+                    None if finish_raw is None else normalise_finish_reason(finish_raw),
                     finish_raw,
                     cap,
                     tools,
                     model,
                     endpoint,
                     _text_or_none(get("tool_call_id", get("id"))) if tool else None,
-                    text_of(get("refusal")) or None,
+                    refusal,
                     _text_or_none(get("name")) if tool else None,
                     line,
                 )
