@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from forensics.ingest.api import requestinfo
 from forensics.ingest.formats import _capture_fast, capture
 from forensics.ingest.parse import files
 from forensics.ingest.records import Collector
@@ -37,8 +38,16 @@ def _read(path: Path, fast: bool, limits: Limits | None = None) -> tuple[Any, ..
     return records, turns, trajectories, rejects, collector.notes, list(damage)
 
 
+def _outcome(path: Path) -> _capture_fast.Outcome | None:
+    linker = capture.Reader(path, Collector(), capture.FORMAT).linker
+    with requestinfo.shared_items():
+        return _capture_fast.read(path, Collector(), linker)
+
+
 def _taken(path: Path) -> bool:
-    return _capture_fast.read(path, Collector(), capture.FORMAT) is not None
+    """Whether the fast path reads the whole file."""
+    outcome = _outcome(path)
+    return outcome is not None and outcome.rest is None
 
 
 def assert_same(path: Path, limits: Limits | None = None) -> None:
@@ -62,9 +71,12 @@ def test_fast_path_reads_the_chat_completions_captures() -> None:
     # Not vacuous: these are read by the fast path (the others decline, see below).
     assert _taken(ROOT / "tests/data/capture/vllm_agent_loop.jsonl")
     assert _taken(ROOT / "sample_logs/vllm_capture_frustrated.jsonl")
-    # An invalid line (a reject) and Anthropic/Gemini calls are the general reader's.
-    assert not _taken(ROOT / "tests/data/capture/envelopes_streams.jsonl")
-    assert not _taken(ROOT / "tests/data/capture/real/extracted_interactions.subset.jsonl")
+    # Anthropic/Gemini calls are the general reader's from the first line; from an invalid
+    # line (a reject) on, the general reader goes on with the calls linked before it.
+    assert _outcome(ROOT / "tests/data/capture/real/extracted_interactions.subset.jsonl") is None
+    streams = _outcome(ROOT / "tests/data/capture/envelopes_streams.jsonl")
+    assert streams is not None and streams.rest is not None
+    assert next(streams.rest)[0] == 6  # a health check: not a call, the general reader rejects it
 
 
 WORDS = [
@@ -276,4 +288,34 @@ def test_what_msgspec_refuses_is_read_by_the_general_reader(tmp_path: Path, spel
     path = tmp_path / "odd.jsonl"
     path.write_text("\n".join(lines) + "\n")
     assert not _taken(path)
+    assert_same(path)
+
+
+def test_rows_the_fast_path_can_not_build_are_built_by_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "loop.jsonl"
+    path.write_text("\n".join(_agent_loop(random.Random(6), 6, True)) + "\n")
+    general = _read(path, False)
+
+    def refuse(episodes: list[Any]) -> Any:
+        raise _capture_fast.NotFast("a value the row check refuses")
+
+    monkeypatch.setattr(_capture_fast, "turn_batch", refuse)
+    outcome = _outcome(path)
+    assert outcome is not None and outcome.episodes and list(outcome.rest or [None]) == []
+    fast = _read(path, True)
+    assert [t.to_pylist() for t in fast[1:4]] == [t.to_pylist() for t in general[1:4]]
+    assert fast[0] == general[0]
+
+
+def test_a_line_of_another_shape_midway_hands_the_rest_over(tmp_path: Path) -> None:
+    lines = _agent_loop(random.Random(7), 6, True)
+    odd = json.loads(lines[len(lines) // 2])
+    odd["request"]["body"]["messages"].append("a message that is no object")
+    lines[len(lines) // 2] = json.dumps(odd)
+    path = tmp_path / "loop.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    outcome = _outcome(path)
+    assert outcome is not None and outcome.rest is not None and outcome.sources > 0
     assert_same(path)

@@ -19,8 +19,10 @@ compares both on every capture fixture and on generated lines).
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ import msgspec
 import pyarrow as pa
 
 from forensics import interrupts, schema
-from forensics.ingest.api import envelopes, exchange, requestinfo
+from forensics.ingest.api import envelopes, exchange
 from forensics.ingest.api.linking import Linker
 from forensics.ingest.api.prefix import PrefixParser
 from forensics.ingest.parse import files
@@ -37,7 +39,6 @@ from forensics.ingest.records import (
     BATCH_ROWS,
     Collector,
     Episode,
-    Run,
     normalise_finish_reason,
     tau_actor,
     tool_calls_of,
@@ -178,23 +179,22 @@ def _general_body(line: str, keys: list[str]) -> dict[str, Any]:
     return request
 
 
-def _records(path: Path) -> Iterable[tuple[int, _Wrapped | _Raws, str]]:
-    typed = True  # until a record of another shape: then every line is decoded key by key
-    for number, text in files.iter_lines(path):
-        if text is None:
-            raise NotFast("a line over the line cap")
-        if not text or text.isspace():
-            continue
+class _Decoder:
+    """Each line's record: `_Wrapped` until a record of another shape, then key by key."""
+
+    def __init__(self) -> None:
+        self.typed = True
+
+    def __call__(self, text: str) -> _Wrapped | _Raws:
         try:
-            if typed:
+            if self.typed:
                 try:
-                    yield number, _decode_wrapped(text), text
-                    continue
+                    return _decode_wrapped(text)
                 except msgspec.ValidationError:
-                    typed = False
-            yield number, _decode_raws(text), text
+                    self.typed = False
+            return _decode_raws(text)
         except (msgspec.DecodeError, RecursionError) as exc:
-            raise NotFast(f"line {number}: {exc}") from None
+            raise NotFast(str(exc)) from None
 
 
 # Record keys that make a record something else than a request/response pair (envelopes.kind,
@@ -263,38 +263,67 @@ def _built(ex: exchange.Exchange, number: int) -> exchange.Call:
     return call
 
 
-def read(path: Path, collector: Collector, fmt: str) -> int | None:
-    """Read a capture file as capture.read does, or None (the collector untouched) when this
-    path does not read it exactly."""
+@dataclass
+class Outcome:
+    """How far the fast path read a file (read's answer when it read any of it)."""
+
+    sources: int  # records that became turns so far (capture.Reader.sources)
+    models: set[str] = field(default_factory=set)
+    # The lines it left to the general reader, from the first it could not read exactly (the
+    # linker holds every call before it); None when it read them all and handed the rows over.
+    rest: Iterator[tuple[int, str | None]] | None = None
+    # Episodes it linked but could not build rows for: the collector's add_episode builds them.
+    episodes: list[Episode] = field(default_factory=list)
+
+
+def read(path: Path, collector: Collector, linker: Linker) -> Outcome | None:
+    """Read a capture file's lines into linker (capture.Reader's, within its
+    requestinfo.shared_items) as capture.read does. None, with the collector and the linker
+    untouched, when it reads none of it or stops on an error (the general reader then reads the
+    whole file); else how far it got: the general reader goes on from there with the same linker,
+    which is exact because the calls before are the ones it would have built itself."""
     try:
         with open(path, "rb") as raw:
             if raw.read(1) != b"{":  # compressed, a document, or something else
                 return None
-        run = Run(run_id=path.stem)
-        linker = Linker(run, str(path), fmt)
-        bodies, parsed = _Bodies(), _Messages()
-        sources = 0
-        models: set[str] = set()
-        with requestinfo.shared_items():
-            for number, record, line in _records(path):
-                call = _call(number, record, line, bodies, parsed)
-                history, output = linker.add(call)
-                if model := call.fields.get("model"):
-                    models.add(model)
-                if history or output:
-                    sources += 1
-        if len(models) == 1:
-            run.agent_model = next(iter(models))
+        bodies, parsed, decode = _Bodies(), _Messages(), _Decoder()
+        outcome = Outcome(0)
+        lines = files.iter_lines(path)
+        linked = False
+        for number, text in lines:
+            if text is not None and (not text or text.isspace()):
+                continue
+            try:
+                if text is None:
+                    raise NotFast("a line over the line cap")
+                call = _call(number, decode(text), text, bodies, parsed)
+            except NotFast:
+                if not linked:
+                    return None
+                outcome.rest = itertools.chain([(number, text)], lines)
+                return outcome
+            history, output = linker.add(call)
+            linked = True
+            if model := call.fields.get("model"):
+                outcome.models.add(model)
+            if history or output:
+                outcome.sources += 1
+        if len(outcome.models) == 1:
+            linker.run.agent_model = next(iter(outcome.models))
         episodes = linker.take()
         # Rows become Arrow a group of whole episodes at a time (a column's Python list lives
         # only until its group is built), all before the collector gets any.
         groups: list[tuple[list[Episode], pa.RecordBatch]] = []
         start = rows = 0
-        for end, episode in enumerate(episodes, 1):
-            rows += len(episode.messages)
-            if rows >= BATCH_ROWS or end == len(episodes):
-                groups.append((episodes[start:end], turn_batch(episodes[start:end])))
-                start, rows = end, 0
+        try:
+            for end, episode in enumerate(episodes, 1):
+                rows += len(episode.messages)
+                if rows >= BATCH_ROWS or end == len(episodes):
+                    groups.append((episodes[start:end], turn_batch(episodes[start:end])))
+                    start, rows = end, 0
+        except NotFast:
+            outcome.rest, outcome.episodes = iter(()), episodes
+            return outcome
     except NotFast:
         return None
     except Exception as exc:
@@ -304,7 +333,7 @@ def read(path: Path, collector: Collector, fmt: str) -> int | None:
         return None
     for group, batch in groups:
         collector.add_turn_batch(group, batch)
-    return sources
+    return outcome
 
 
 # --- the turn rows, column by column ----------------------------------------------------------
@@ -418,19 +447,19 @@ def turn_batch(episodes: list[Episode]) -> pa.RecordBatch:
         if "finish_reason_raw" in overrides and "finish_reason" not in overrides:
             columns["finish_reason"][i] = normalise_finish_reason(overrides["finish_reason_raw"])
     arrays = []
-    for field in schema.RAW_TURNS:
-        if field.name not in columns:
-            arrays.append(pa.nulls(n, field.type))
+    for spec in schema.RAW_TURNS:
+        if spec.name not in columns:
+            arrays.append(pa.nulls(n, spec.type))
             continue
-        column = columns[field.name]
+        column = columns[spec.name]
         try:
-            if field.type == _STRINGS:
-                arrays.append(_repeated_lists(field.name, column))
+            if spec.type == _STRINGS:
+                arrays.append(_repeated_lists(spec.name, column))
             else:
-                _check(field.name, column)
-                arrays.append(pa.array(column, type=field.type))
+                _check(spec.name, column)
+                arrays.append(pa.array(column, type=spec.type))
         except (pa.ArrowException, OverflowError, UnicodeEncodeError, TypeError) as exc:
-            raise NotFast(f"{field.name}: {exc}") from None
+            raise NotFast(f"{spec.name}: {exc}") from None
     return pa.RecordBatch.from_arrays(arrays, schema=schema.RAW_TURNS)
 
 
