@@ -7,14 +7,16 @@ envelopes whose request `messages` stay raw bytes (`msgspec.Raw`): a request who
 with the bytes of an earlier request's array takes that request's parsed messages and decodes
 only what follows (the history is never decoded twice, as with prefix.PrefixParser). The calls
 are then understood and linked by the same code as the general reader (exchange.build, Linker),
-and the turn rows of the file are built column by column into one Arrow batch, not one dict per
-turn.
+and the turn rows of the file are built column by column into Arrow batches (groups of whole
+episodes), not one dict per turn.
 
 Whatever it does not expect, it does not guess: an envelope of another shape, a value typed
-decoding refuses, a line that would be rejected, a row value that does not fit its column. It
-then returns None before anything reached the collector, and capture.py reads the file with the
-general reader, so the tables are the same either way (tests/formats/test_capture_fast.py
-compares both on every capture fixture and on generated lines).
+decoding refuses, a line that would be rejected. From that line on the general reader reads
+the file, with the same linker (the calls linked so far are exactly the ones it would have
+built); when it is the first line, or an error stops this path, the general reader reads the
+whole file. A row value the check would refuse leaves the rows to Collector.add_episode. The
+tables are the same either way (tests/formats/test_capture_fast.py compares both on every
+capture fixture and on generated lines).
 """
 
 from __future__ import annotations
