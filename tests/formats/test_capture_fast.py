@@ -275,6 +275,8 @@ def test_a_value_the_row_check_refuses_is_left_to_the_general_reader() -> None:
     [
         '"\\ud800 lone surrogate"',  # json reads it, the row check rejects it; msgspec refuses
         "[" * 1200 + "]" * 1200,  # deeper than msgspec goes
+        "[" * 995 + "]" * 995,  # about as deep as json goes, depending on the stack
+        "[" * 500 + "]" * 500,  # json reads it; deeper than the fast path takes
         "1" * 5000,  # an integer past Python's conversion limit
         "1E400",  # json reads it as infinity
         "NaN",

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import msgspec
@@ -181,13 +183,29 @@ def _general_body(line: str, keys: list[str]) -> dict[str, Any]:
     return request
 
 
+# Nesting a line may reach here; a deeper one goes to the general reader. Its JSON parser
+# fails at about the recursion limit less the depth of the stack it is called from, which
+# this path does not share: with the limit lowered to this much above the stack while msgspec
+# reads a line (msgspec counts it, also when it skips a raw value), no line this path reads is
+# too deep for the general reader or its recursive steps after it (requestinfo's walk takes
+# two frames a level).
+_NESTING = 300
+
+
 class _Decoder:
     """Each line's record: `_Wrapped` until a record of another shape, then key by key."""
 
     def __init__(self) -> None:
         self.typed = True
+        depth = 0
+        frame: FrameType | None = sys._getframe()
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+        self.ceiling: int = depth + _NESTING
 
     def __call__(self, text: str) -> _Wrapped | _Raws:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(min(limit, self.ceiling))
         try:
             if self.typed:
                 try:
@@ -197,6 +215,8 @@ class _Decoder:
             return _decode_raws(text)
         except (msgspec.DecodeError, RecursionError) as exc:
             raise NotFast(str(exc)) from None
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 # Record keys that make a record something else than a request/response pair (envelopes.kind,
