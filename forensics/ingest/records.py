@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from forensics import interrupts, schema
 from forensics.ingest.parse import jsonwalk
@@ -538,6 +539,78 @@ class Collector:
             self._flush_turns()
         self._runs[run.run_id] = run
         self.trajectory_rows.append(traj)
+
+    def add_turn_batch(self, episodes: list[Episode], turns: pa.RecordBatch) -> None:
+        """Whole episodes whose turn rows a reader built column-wise: `turns` holds, in order,
+        one row per message of each (schema.RAW_TURNS, every value already checked, none of
+        them rejected, trajectory_id and trial null). The trajectories, their ids, trials,
+        counts and the record budget are add_episode's."""
+        # Per row: is it the agent's, and how many tool calls the agent made in it; summed per
+        # episode from running totals.
+        agent = pc.equal(turns.column("actor"), "agent").fill_null(False)
+        calls = pc.if_else(agent, pc.list_value_length(turns.column("tool_calls")), 0)
+        agents_to = [0, *pc.cumulative_sum(agent.cast(pa.int64())).to_pylist()]
+        calls_to = [0, *pc.cumulative_sum(calls.fill_null(0)).to_pylist()]
+        keep: list[int] = []  # rows of the episodes kept
+        ids: list[str] = []
+        trials: list[int] = []
+        start = 0
+        for ep in episodes:
+            n = len(ep.messages)
+            at, start = start, start + n
+            if not keep_records(n + 1, ep.source_line):
+                continue
+            run = ep.run
+            ep.source_path, run.run_id = clean_text(ep.source_path), clean_text(run.run_id)
+            trajectory_id, trial = self._trajectory_id(run.run_id, ep.task_id, ep.trial)
+            traj = _TRAJECTORIES.blank()
+            traj.update(
+                trajectory_id=trajectory_id,
+                run_id=run.run_id,
+                source_path=ep.source_path,
+                source_line=ep.source_line,
+                source_format=ep.source_format,
+                task_id=ep.task_id,
+                trial=trial,
+                reward=ep.reward,
+                termination_reason=ep.termination_reason,
+                error=ep.error,
+                turn_count=n,
+                agent_turn_count=agents_to[start] - agents_to[at],
+                tool_call_count=calls_to[start] - calls_to[at],
+                ingest_note=ep.note,
+                reward_breakdown=ep.reward_breakdown,
+                db_match=ep.db_match,
+                expected_actions=ep.expected_actions,
+                labels=[],
+            )
+            try:
+                _TRAJECTORIES.check(traj)
+            except BadValue as exc:
+                self.reject(
+                    ep.source_path,
+                    ep.source_line,
+                    f"episode not read: {exc}",
+                    "",
+                    ep.source_format,
+                    ep.json_path,
+                )
+                continue
+            keep.extend(range(at, start))
+            ids += [trajectory_id] * n
+            trials += [trial] * n
+            self.turn_count += n
+            self._runs[run.run_id] = run
+            self.trajectory_rows.append(traj)
+        if not ids:
+            return
+        kept = turns if len(keep) == turns.num_rows else turns.take(pa.array(keep, pa.int64()))
+        for name, values in (("trajectory_id", ids), ("trial", trials)):
+            field = schema.RAW_TURNS.field(name)
+            at = schema.RAW_TURNS.get_field_index(name)
+            kept = kept.set_column(at, field, pa.array(values, field.type))
+        self._flush_turns()  # rows of earlier episodes go first
+        self._turn_batches.append(kept)
 
     def _flush_turns(self) -> None:
         if self._turn_rows:

@@ -277,10 +277,17 @@ class Linker:
 
     def flush(self, collector: Collector) -> int:
         """Hand every trajectory to the collector; returns how many there were."""
+        episodes = self.take()
+        for episode in episodes:
+            collector.add_episode(episode)
+        return len(episodes)
+
+    def take(self) -> list[Episode]:
+        """Every trajectory's episode, in order, and start over."""
+        episodes = []
         for traj in self._trajectories:
             traj.episode.error = traj.error
-            collector.add_episode(traj.episode)
-        count = len(self._trajectories)
+            episodes.append(traj.episode)
         self._trajectories = []
         self._ends.clear()
         self._by_response_id.clear()
@@ -288,4 +295,4 @@ class Linker:
         self._arguments.clear()
         self._plain.clear()
         self._states.clear()
-        return count
+        return episodes

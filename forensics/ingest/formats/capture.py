@@ -18,6 +18,7 @@ from forensics.ingest.api import envelopes, exchange, litellm, requestinfo
 from forensics.ingest.api.exchange import Call, NotACall
 from forensics.ingest.api.linking import Linker
 from forensics.ingest.api.prefix import PrefixParser
+from forensics.ingest.formats import _capture_fast
 from forensics.ingest.parse import files, jsonhead, jsonwalk
 from forensics.ingest.parse.apicommon import without_query
 from forensics.ingest.records import NESTED_TOO_DEEPLY, Collector, Run, isolated
@@ -90,8 +91,12 @@ Record = tuple[int, Any, str | None, str]  # line, value, why it could not be re
 
 
 def _jsonl(path: Path) -> Iterator[Record]:
+    return _jsonl_lines(files.iter_lines(path))
+
+
+def _jsonl_lines(lines: Iterator[tuple[int, str | None]]) -> Iterator[Record]:
     parser = PrefixParser()
-    for number, text in files.iter_lines(path):
+    for number, text in lines:
         if text is None:
             yield number, None, files.long_line(), ""
             continue
@@ -260,17 +265,33 @@ class Reader:
         return self.sources
 
 
-def read(path: Path, collector: Collector, fmt: str) -> int:
-    """Ingest a capture file; returns the number of records that became turns."""
+def read(path: Path, collector: Collector, fmt: str, *, fast: bool = True) -> int:
+    """Ingest a capture file; returns the number of records that became turns. fast: let
+    _capture_fast read what it reads exactly (the commonest captures), the rest as always."""
+    if fast and fmt == FORMAT:
+        reader = Reader(path, collector, fmt)
+        with requestinfo.shared_items():
+            outcome = _capture_fast.read(path, collector, reader.linker)
+            if outcome is not None and outcome.rest is not None:
+                reader.sources, reader.models = outcome.sources, outcome.models
+                for episode in outcome.episodes:
+                    collector.add_episode(episode)
+                _read_records(reader, path, _jsonl_lines(outcome.rest))
+        if outcome is not None:
+            return outcome.sources if outcome.rest is None else reader.finish()
     reader = Reader(path, collector, fmt)
     with requestinfo.shared_items():
-        for line, value, error, raw in records(path):
-            if error is not None:
-                reader.reject(line, error, raw)
-            else:
-                with isolated(collector, str(path), line, fmt):
-                    reader.record(line, value)
+        _read_records(reader, path, records(path))
     return reader.finish()
+
+
+def _read_records(reader: Reader, path: Path, found: Iterator[Record]) -> None:
+    for line, value, error, raw in found:
+        if error is not None:
+            reader.reject(line, error, raw)
+        else:
+            with isolated(reader.collector, str(path), line, reader.fmt):
+                reader.record(line, value)
 
 
 def ingest(path: Path, collector: Collector) -> int:
