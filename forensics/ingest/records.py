@@ -610,16 +610,20 @@ class Collector:
             at = schema.RAW_TURNS.get_field_index(name)
             kept = kept.set_column(at, field, pa.array(values, field.type))
         self._flush_turns()  # rows of earlier episodes go first
-        self._turn_batches.append(kept)
+        self._hand(kept)
 
     def _flush_turns(self) -> None:
         if self._turn_rows:
             batch = pa.RecordBatch.from_pylist(self._turn_rows, schema=schema.RAW_TURNS)
             self._turn_rows = []
-            if self._sink is None:
-                self._turn_batches.append(batch)
-            else:
-                self._sink(batch)
+            self._hand(batch)
+
+    def _hand(self, batch: pa.RecordBatch) -> None:
+        """A batch of whole episodes' turns to the sink, or kept for tables()."""
+        if self._sink is None:
+            self._turn_batches.append(batch)
+        else:
+            self._sink(batch)
 
     def _run_values(self, run: Run, path: str, fmt: str | None) -> dict[str, Any]:
         """What the run says about itself, checked once; a bad value is dropped and rejected."""
