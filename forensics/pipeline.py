@@ -259,7 +259,7 @@ def read(
 def _pairs(store: turnstore.TurnStore) -> pl.DataFrame:
     """Fusion's (trajectory_id, fp) pairs of every stored turn, read a slice at a time."""
     columns = ["trajectory_id", "turn_index", "role", "content", "tool_calls"]
-    parts = [fusion.pairs_of(part) for part in store.chunks(columns)]
+    parts = [fusion.pairs_of(frame(pa.Table.from_batches([b]))) for b in store.chunks(columns)]
     if not parts:
         return pl.DataFrame(schema={"trajectory_id": pl.String, "fp": pl.UInt64})
     return pl.concat(parts).unique(maintain_order=True)

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forensics import atomic, schema
+from forensics.check.turnstore import TurnStore
 from forensics.diagnosis.result import ScanResult, create_views, sql_string, tables
 
 BATCH_ROWS = 8192
@@ -48,9 +49,32 @@ def _slices(frame: pl.DataFrame, target: pa.Schema, rows: int) -> Iterator[pa.Ta
         yield frame.slice(offset, rows).to_arrow().cast(target)
 
 
-def _reader(frame: pl.DataFrame, target: pa.Schema, rows: int) -> pa.RecordBatchReader:
-    batches = (b for t in _slices(frame, target, rows) for b in t.to_batches())
-    return pa.RecordBatchReader.from_batches(target, batches)
+def _stored(
+    store: TurnStore, target: pa.Schema, rows: int, run: tuple[str | None] | None = None
+) -> Iterator[pa.Table]:
+    """The turns a scan keeps on disk (those of one run), read a slice at a time."""
+    columns = [f'"{name}"' for name in target.names]
+    if run is None:
+        batches = store.chunks(columns, rows)
+    elif run[0] is None:
+        batches = store.chunks(columns, rows, "run_id is null")
+    else:
+        batches = store.chunks(columns, rows, "run_id = ?", [run[0]])
+    for batch in batches:
+        yield pa.Table.from_batches([batch]).cast(target)
+
+
+def _table_slices(
+    result: ScanResult, name: str, frame: pl.DataFrame, rows: int
+) -> Iterator[pa.Table]:
+    target = schema.TABLES[name]
+    if name == "turns" and isinstance(result.turn_source, TurnStore):
+        return _stored(result.turn_source, target, rows)
+    return _slices(frame, target, rows)
+
+
+def _reader(slices: Iterator[pa.Table], target: pa.Schema) -> pa.RecordBatchReader:
+    return pa.RecordBatchReader.from_batches(target, (b for t in slices for b in t.to_batches()))
 
 
 def write_duckdb(result: ScanResult, path: Path, rows: int = BATCH_ROWS) -> None:
@@ -69,9 +93,9 @@ def write_duckdb(result: ScanResult, path: Path, rows: int = BATCH_ROWS) -> None
         con = duckdb.connect(str(tmp))
         try:
             con.execute(f"set memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
-            for name, frame in tables(result).items():
+            for name, frame in _tables(result).items():
                 target = schema.TABLES[name]
-                con.register("_incoming", _reader(frame, target, rows))
+                con.register("_incoming", _reader(_table_slices(result, name, frame, rows), target))
                 con.execute(f"create table {name} as select * from _incoming")
                 con.unregister("_incoming")
                 for field in target:
@@ -102,7 +126,7 @@ def write_parquet(
 def _write_parquet(
     result: ScanResult, directory: Path, rows: int, partition: bool | None
 ) -> list[Path]:
-    frames = tables(result)
+    frames = _tables(result)
     if partition is None:
         partition = frames["trajectories"]["run_id"].n_unique() >= PARTITION_MIN_RUNS
     directory.mkdir(parents=True, exist_ok=True)
@@ -114,8 +138,16 @@ def _write_parquet(
         if parted.is_dir():
             shutil.rmtree(parted)
         if not (partition and name in PARTITIONED_TABLES):
-            _write_file(single, frame, target, rows)
+            _write_file(single, _table_slices(result, name, frame, rows), target)
             written.append(single)
+            continue
+        if name == "turns" and isinstance(result.turn_source, TurnStore):
+            runs = result.turn_source.sql("select distinct run_id from turn_rows order by run_id")
+            for (run_id,) in runs.iter_rows():
+                part = parted / f"run={quote(run_id or '__null__', safe='')}" / "part-0.parquet"
+                part.parent.mkdir(parents=True, exist_ok=True)
+                _write_file(part, _stored(result.turn_source, target, rows, (run_id,)), target)
+                written.append(part)
             continue
         groups = (
             frame.select("run_id")
@@ -127,17 +159,24 @@ def _write_parquet(
         for run_id, index in groups.iter_rows():
             part = parted / f"run={quote(run_id or '__null__', safe='')}" / "part-0.parquet"
             part.parent.mkdir(parents=True, exist_ok=True)
-            _write_file(part, frame[index], target, rows)
+            _write_file(part, _slices(frame[index], target, rows), target)
             written.append(part)
     return written
 
 
-def _write_file(path: Path, frame: pl.DataFrame, target: pa.Schema, rows: int) -> None:
+def _tables(result: ScanResult) -> dict[str, pl.DataFrame]:
+    """The tables to write; a scan's on-disk turns stay there (an empty frame in their place)."""
+    stored = isinstance(result.turn_source, TurnStore)
+    frames = tables(result, turns=not stored)
+    return {name: frames.get(name, pl.DataFrame()) for name in schema.TABLES}
+
+
+def _write_file(path: Path, slices: Iterator[pa.Table], target: pa.Schema) -> None:
     """One Parquet file, written under a unique name and renamed into place."""
     tmp = atomic.temporary(path)  # the umask's mode, as the text outputs
     try:
         with pq.ParquetWriter(str(tmp), target, compression="zstd") as writer:
-            for table in _slices(frame, target, rows):
+            for table in slices:
                 writer.write_table(table)
         os.replace(tmp, path)
     finally:

@@ -145,13 +145,21 @@ class TurnStore:
         every = self.sql(f"select * exclude ({ROW}) from {TABLE} order by {ROW}")
         return cast(pl.DataFrame, pl.from_arrow(every.to_arrow().cast(schema.TURNS)))
 
-    def chunks(self, columns: Sequence[str], rows: int = BATCH_ROWS) -> Iterator[pl.DataFrame]:
-        """The turns' columns in scan order, a slice of `rows` at a time."""
+    def chunks(
+        self,
+        columns: Sequence[str],
+        rows: int = BATCH_ROWS,
+        where: str = "true",
+        params: Sequence[object] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The turns' columns (those `where` keeps) in scan order, `rows` at a time."""
         cursor = self.con.cursor()
         try:
-            query = cursor.sql(f"select {', '.join(columns)} from {TABLE} order by {ROW}")
-            for batch in query.to_arrow_reader(rows):
-                yield cast(pl.DataFrame, pl.from_arrow(batch))
+            query = cursor.sql(
+                f"select {', '.join(columns)} from {TABLE} where {where} order by {ROW}",
+                params=params,
+            )
+            yield from query.to_arrow_reader(rows)
         finally:
             cursor.close()
 
