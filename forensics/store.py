@@ -52,7 +52,7 @@ def _slices(frame: pl.DataFrame, target: pa.Schema, rows: int) -> Iterator[pa.Ta
 def _stored(
     store: TurnStore, target: pa.Schema, rows: int, run: tuple[str | None] | None = None
 ) -> Iterator[pa.Table]:
-    """The turns a scan keeps on disk (those of one run), read a slice at a time."""
+    """The turns a scan keeps in its store (those of one run), read a slice at a time."""
     columns = [f'"{name}"' for name in target.names]
     if run is None:
         batches = store.chunks(columns, rows)
@@ -165,7 +165,7 @@ def _write_parquet(
 
 
 def _tables(result: ScanResult) -> dict[str, pl.DataFrame]:
-    """The tables to write; a scan's on-disk turns stay there (an empty frame in their place)."""
+    """The tables to write; a scan's stored turns stay there (an empty frame in their place)."""
     stored = isinstance(result.turn_source, TurnStore)
     frames = tables(result, turns=not stored)
     return {name: frames.get(name, pl.DataFrame()) for name in schema.TABLES}

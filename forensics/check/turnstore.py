@@ -1,7 +1,8 @@
-"""The scan's turns on disk: redacted and enriched batch by batch as the readers hand them over,
-then kept in a DuckDB database in a temporary directory, where the rules, diagnosis and the
-outputs read them with SQL under a memory limit. A scan's memory then follows the size of a
-batch, not of its input (issue 23): nothing holds every turn in Python or Arrow at once.
+"""The scan's turns out of Python: redacted and enriched batch by batch as the readers hand them
+over, then kept in a DuckDB database held to a memory limit, which spills the table to a
+temporary directory beyond it; the rules, diagnosis and the outputs read them there with SQL.
+A scan's memory then follows the size of a batch, not of its input (issue 23): nothing holds
+every turn in Python or Arrow at once.
 
 A batch is whole episodes (the collector cuts only between episodes), so every derived column,
 which compares a turn only with the turns of its own episode, comes out as it would over the
@@ -47,9 +48,9 @@ def _remove(con: duckdb.DuckDBPyConnection, directory: str) -> None:
 
 
 class TurnStore:
-    """The enriched turns of one scan in an on-disk DuckDB table (`turn_rows`: the columns of
-    schema.TURNS, then `_row`). Removed with its directory when the store is collected or the
-    process exits.
+    """The enriched turns of one scan in a DuckDB table that spills to disk (`turn_rows`: the
+    columns of schema.TURNS, then `_row`). Removed with its directory when the store is
+    collected or the process exits.
 
     Examples
     --------
@@ -64,7 +65,9 @@ class TurnStore:
 
     def __init__(self, *, batch_rows: int = BATCH_ROWS, memory_limit: str = MEMORY_LIMIT) -> None:
         self.directory = tempfile.mkdtemp(prefix="forensics-turns-")
-        self.con = duckdb.connect(os.path.join(self.directory, "turns.duckdb"))
+        # In memory, spilling to the directory beyond the limit: a database file would add its
+        # write-ahead log and checkpoints (fsyncs) for a table that lives one scan.
+        self.con = duckdb.connect(":memory:")
         self._closer = weakref.finalize(self, _remove, self.con, self.directory)
         self.con.execute(f"set memory_limit = '{memory_limit}'")
         self.con.execute(f"set temp_directory = '{os.path.join(self.directory, 'spill')}'")

@@ -208,7 +208,7 @@ def _literal(text: str) -> str:
 
 def _share(con: duckdb.DuckDBPyConnection, cause_id: str, stored: bool) -> None:
     """findings, turns, trajectories and labels: the share of one cause. Of a store's turns,
-    a view: a copy of a large share would hold again what the store keeps on disk."""
+    a view: a copy of a large share would hold again what the store keeps out of memory."""
     statements = []
     for name in _SHARES:
         if stored and name == "turns":

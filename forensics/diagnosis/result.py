@@ -77,7 +77,7 @@ order by trajectories desc, rule_a, rule_b
 
 @dataclass
 class ScanResult:
-    # The turns as a frame, or the on-disk store a scan streamed them to (check.turnstore):
+    # The turns as a frame, or the store a scan streamed them to (check.turnstore, spilling):
     # then `turns` reads them whole only when asked, and SQL reads them where they are.
     turn_source: pl.DataFrame | TurnStore
     trajectories: pl.DataFrame
@@ -101,7 +101,7 @@ class ScanResult:
 
     @property
     def turns(self) -> pl.DataFrame:
-        """Every turn (schema.TURNS) as one frame. A scan keeps its turns on disk: the frame is
+        """Every turn (schema.TURNS) as one frame. A scan keeps its turns in its store: the frame is
         read the first time it is asked for, and holds them all in memory; `sql()` does not."""
         if isinstance(self.turn_source, pl.DataFrame):
             return self.turn_source
