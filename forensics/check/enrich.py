@@ -36,6 +36,9 @@ TAIL_MAX_CANDIDATES = 32
 # The actors whose turns the repetition measures are computed for (the rules that read them
 # look at no others): compression_ratio, tail_*, prev_same_actor_* are NULL for other turns.
 REPETITION_ACTORS = ["agent", "user_sim"]
+# An odd 64-bit constant (2^64 / golden ratio): first word's hash x it + second word's hash
+# spreads the pairs over all 64 bits.
+PAIR_MULTIPLIER = 0x9E3779B97F4A7C15
 # Hex and binary literals (runs of 32+ hex digits): data, not text that can loop.
 DATA_LITERAL_RE = r"[0-9A-Fa-f]{32,}"
 
@@ -319,16 +322,24 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
     )
     whole = pl.col("_whole")
     words = whole.str.slice(0, SIMILARITY_WINDOW).str.to_lowercase().str.extract_all(r"\w+")
-    # Word bigrams as 64-bit hashes of the word pairs: the set operations then compare integers,
-    # not strings built for every pair (which cost more than the rest of enrich). Two different
-    # pairs share a hash with probability 2^-64.
-    word = pl.element().hash()
-    pair = pl.struct(word.alias("first"), word.shift(-1).alias("second")).hash()
-    bigrams = words.list.eval(pair.filter(word.shift(-1).is_not_null())).list.unique()
-    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
     # A hex or binary literal (a registry value, a CTF payload) compresses and repeats like a
     # loop but is one word of data: the repetition measures read it as one token.
     prose = whole.str.replace_all(DATA_LITERAL_RE, "<literal>")
+    # Columns, not expressions, for what several measures read: each is computed once.
+    df = df.with_columns(
+        words.list.eval(pl.element().hash()).alias("_hashes"), prose.alias("_prose")
+    )
+    # Word bigrams as 64-bit hashes of the word pairs: the set operations then compare integers,
+    # not strings built for every pair (which cost more than the rest of enrich). A pair is its
+    # words' hashes combined by list arithmetic (each word's with the next one's, wrapping):
+    # an expression over shifted elements per list costs three times as much. Two different
+    # pairs share a value with probability about 2^-64.
+    hashes = pl.col("_hashes")
+    following = hashes.list.slice(1)
+    pair = hashes.list.slice(0, following.list.len()) * pl.lit(PAIR_MULTIPLIER, pl.UInt64)
+    bigrams = (pair + following).list.unique()
+    prose = pl.col("_prose")
+    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
     df = df.with_columns(
         pl.col("visible_text")
         .str.strip_chars()
@@ -336,7 +347,7 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
         .cast(pl.Int64)
         .alias("visible_chars"),
         prose.map_batches(_compression_ratio, return_dtype=pl.Float64).alias("compression_ratio"),
-        pl.when(words.list.len() >= MIN_SIMILARITY_WORDS)
+        pl.when(hashes.list.len() >= MIN_SIMILARITY_WORDS)
         .then(bigrams)
         .otherwise(None)
         .alias("_bigrams"),
@@ -354,7 +365,7 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
     df = df.with_columns(
         pl.col("_tail").struct.field("period").alias("tail_period"),
         pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
-    ).drop("_whole", "_tail")
+    ).drop("_whole", "_hashes", "_prose", "_tail")
     return _text_calls(_request_keys(_reasoning_calls(_tool_markup(df))), failures)
 
 
