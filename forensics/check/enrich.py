@@ -298,11 +298,16 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
     """What a turn's own text and calls say, plus `_bigrams` (its word-bigram hashes) and
     `_transfers` (it calls a transfer tool) for the comparisons with earlier turns."""
     content = pl.col("content").fill_null("")
-    visible = (
-        content.str.replace_all(markers.CLOSED_BLOCK_RE, "")
+    # Every pattern that rewrites content starts or ends at a reasoning tag: a text without one
+    # is its own visible text, and only tagged texts are rewritten.
+    tagged = pl.col("think_open_count") + pl.col("think_close_count") > 0
+    rewritten = (
+        _only(tagged, content)
+        .str.replace_all(markers.CLOSED_BLOCK_RE, "")
         .str.replace_all(markers.UNCLOSED_TAIL_RE, "")
         .str.replace(markers.LEADING_TO_CLOSER_RE, "")
     )
+    visible = pl.when(tagged).then(rewritten).otherwise(content)
     # The repetition measures (words, bigrams, compression, tail loops: most of enrich's cost)
     # are read by think-loop and repetition-to-cap, on agent and user-simulator turns only:
     # other turns get "" here, which gives them NULL measures for nothing.
@@ -315,11 +320,11 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
         (pl.col("trajectory_id") + "#" + pl.col("turn_index").cast(pl.String)).alias("turn_key"),
         content.str.count_matches(markers.OPEN_RE).cast(pl.Int64).alias("think_open_count"),
         content.str.count_matches(markers.CLOSE_RE).cast(pl.Int64).alias("think_close_count"),
-        visible.alias("visible_text"),
         content.str.len_chars().cast(pl.Int64).alias("content_chars"),
         pl.col("tool_calls").list.len().fill_null(0).cast(pl.Int64).alias("tool_call_count"),
         whole.alias("_whole"),
     )
+    df = df.with_columns(visible.alias("visible_text"))
     whole = pl.col("_whole")
     words = whole.str.slice(0, SIMILARITY_WINDOW).str.to_lowercase().str.extract_all(r"\w+")
     # A hex or binary literal (a registry value, a CTF payload) compresses and repeats like a
@@ -373,8 +378,13 @@ def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
     """Repetition of the previous turn of the same actor (its row in `_previous_row` of the
     whole table's `bigrams`), and the reply signals that depend on earlier transfers."""
     df = df.with_columns(bigrams.gather(df.get_column("_previous_row")).alias("_previous"))
+    # The intersection as a column: the two measures read it three times, and an expression
+    # would be computed each time.
+    df = df.with_columns(
+        pl.col("_bigrams").list.set_intersection(pl.col("_previous")).list.len().alias("_shared")
+    )
     # Jaccard similarity; both lists are sets, so |A ∪ B| = |A| + |B| - |A ∩ B|.
-    shared = pl.col("_bigrams").list.set_intersection(pl.col("_previous")).list.len()
+    shared = pl.col("_shared")
     similarity = shared / (pl.col("_bigrams").list.len() + pl.col("_previous").list.len() - shared)
     both = pl.col("_bigrams").is_not_null() & pl.col("_previous").is_not_null()
     agent_reply = (pl.col("role") == "assistant") & (pl.col("actor") == "agent")
