@@ -20,6 +20,7 @@ import hashlib
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 import duckdb
@@ -39,6 +40,11 @@ def _digest(frame: pl.DataFrame) -> str:
     # Arrow IPC of the rows in a fixed order: equal digests are equal tables, nulls and all.
     data = frame.sort(frame.columns, nulls_last=True).write_ipc(None).getvalue()
     return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, query: str) -> Any:
+    # fetched as Arrow, as the engine fetches a rule's rows
+    return con.sql(query).to_arrow_table()
 
 
 def _connection(turns: pl.DataFrame, trajectories: pl.DataFrame) -> duckdb.DuckDBPyConnection:
@@ -78,8 +84,7 @@ def main() -> None:
     found: dict[str, pl.DataFrame] = {}
     for _ in range(args.rounds):
         for rule in rules:
-            query = rule.query
-            seconds, table = _cpu(lambda q=query: con.sql(q).to_arrow_table())
+            seconds, table = _cpu(partial(_fetch, con, rule.query))
             rule_cpu[rule.id].append(seconds)
             found[rule.id] = cast(pl.DataFrame, pl.from_arrow(table))
     con.close()
