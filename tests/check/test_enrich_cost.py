@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_accuracy_signals import MARKUP, NOT_MARKUP, VARIANTS
 
-from forensics import markers, schema
+from forensics import linear, markers, schema
 from forensics.check import enrich
 
 PATTERNS = [m.pattern for m in markers.TOOL_MARKUP]
@@ -117,3 +117,11 @@ def test_bigram_similarity_of_partly_shared_text():
     # 7 bigrams each, 3 shared (alpha beta, beta gamma, gamma delta): 3 / (7 + 7 - 3), 3 / 7
     assert df["prev_same_actor_similarity"].to_list() == [None, round(3 / 11, 3)]
     assert df["prev_same_actor_containment"].to_list() == [None, round(3 / 7, 3)]
+
+
+def test_prefilter_is_one_linear_time_pattern():
+    # RE2 takes it (no look-around, no back-reference): it is in the dialect whose engines,
+    # RE2 and the Rust regex polars runs, answer a search in time linear in the text.
+    prefilter = linear.compile(enrich.MARKUP_PREFILTER)
+    assert prefilter.search("Sure.\n<tool_call>\n" + '{"name": "f", "arguments": {}}')
+    assert not prefilter.search("Let me check that order for you.")
