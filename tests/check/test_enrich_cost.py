@@ -7,6 +7,7 @@ user-simulator turns only, the turns think-loop and repetition-to-cap read.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -15,9 +16,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_accuracy_signals import MARKUP, NOT_MARKUP, VARIANTS
 
-from forensics import linear, markers, schema
+from forensics import ingest, linear, markers, schema
 from forensics.check import enrich
 
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 PATTERNS = [m.pattern for m in markers.TOOL_MARKUP]
 MARKUP_CHARS = '<|>{}[]"` \n:=_tool_callfunsTOLCAS▁｜'
 
@@ -125,3 +127,18 @@ def test_prefilter_is_one_linear_time_pattern():
     prefilter = linear.compile(enrich.MARKUP_PREFILTER)
     assert prefilter.search("Sure.\n<tool_call>\n" + '{"name": "f", "arguments": {}}')
     assert not prefilter.search("Let me check that order for you.")
+
+
+def test_enrich_of_batches_of_whole_episodes_is_enrich_of_the_whole():
+    # A scan may enrich its turns a batch of whole episodes at a time (issue 23): nothing in
+    # enrich may depend on other episodes.
+    raw = ingest.ingest([str(SAMPLES)]).turns
+    whole = enrich.enrich(raw)
+    ids = sorted(set(raw.column("trajectory_id").to_pylist()))
+    assert len(ids) >= 3
+    batches = [set(ids[0::3]), set(ids[1::3]), set(ids[2::3])]
+    frame = pl.from_arrow(raw)
+    assert isinstance(frame, pl.DataFrame)
+    parts = [enrich.enrich(frame.filter(pl.col("trajectory_id").is_in(b))) for b in batches]
+    order = ["source_path", "trajectory_id", "turn_index"]
+    assert pl.concat(parts).sort(order).equals(whole.sort(order))
