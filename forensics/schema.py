@@ -317,19 +317,22 @@ DERIVED_COLUMNS: list[Column] = [
         "compression_ratio",
         pa.float64(),
         "zlib ratio raw/compressed of the last 2,000 chars of content+reasoning; NULL under "
-        "300 chars, where headers dominate. >= 4 means the text repeats itself.",
+        "300 chars, where headers dominate. >= 4 means the text repeats itself. Agent and "
+        "user-simulator turns only (NULL for others).",
     ),
     Column(
         "prev_same_actor_similarity",
         pa.float64(),
         "Jaccard similarity of word bigrams with the previous turn of the same actor in the "
-        "trajectory (NULL for the first turn or texts under 8 words).",
+        "trajectory (NULL for the first turn or texts under 8 words). Agent and user-simulator "
+        "turns only (NULL for others).",
     ),
     Column(
         "tail_period",
         pa.int64(),
         "Length in chars of a unit that repeats back to back at least 3 times at the end of "
-        "content+reasoning (last 2,000 chars), covering 200+ chars; NULL when none does.",
+        "content+reasoning (last 2,000 chars), covering 200+ chars; NULL when none does. Agent "
+        "and user-simulator turns only (NULL for others).",
     ),
     Column(
         "tail_repeat_chars",

@@ -6,6 +6,7 @@ text a user would see, tool-call counts, repetition measures.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -32,6 +33,12 @@ TAIL_MIN_CHARS = 200
 TAIL_MAX_PERIOD = 512
 TAIL_PROBE = 16
 TAIL_MAX_CANDIDATES = 32
+# The actors whose turns the repetition measures are computed for (the rules that read them
+# look at no others): compression_ratio, tail_*, prev_same_actor_* are NULL for other turns.
+REPETITION_ACTORS = ["agent", "user_sim"]
+# An odd 64-bit constant (2^64 / golden ratio): first word's hash x it + second word's hash
+# spreads the pairs over all 64 bits.
+PAIR_MULTIPLIER = 0x9E3779B97F4A7C15
 # Hex and binary literals (runs of 32+ hex digits): data, not text that can loop.
 DATA_LITERAL_RE = r"[0-9A-Fa-f]{32,}"
 
@@ -111,6 +118,21 @@ def _markup_format(text: pl.Expr) -> pl.Expr:
     return chain.otherwise(pl.lit(None, dtype=pl.String))
 
 
+def _scoped(pattern: str) -> str:
+    """`pattern` as a group that keeps its leading flags (`(?s)x` -> `(?s:x)`) to itself."""
+    flags = re.match(r"\(\?([a-zA-Z]+)\)", pattern)
+    if flags is None:
+        return f"(?:{pattern})"
+    return f"(?{flags.group(1)}:{pattern[flags.end() :]})"
+
+
+# Every markup pattern in one alternation: a text it does not match matches none of them (an
+# `unless` only takes matches away), so the ordered search (_markup_format, 36 patterns in as
+# many passes) runs only on the few texts it matches. Polars runs it, in the same Rust regex
+# dialect as the patterns themselves and as linear in the text.
+MARKUP_PREFILTER = "|".join(_scoped(m.pattern) for m in markers.TOOL_MARKUP)
+
+
 def _only(rows: pl.Expr, text: pl.Expr) -> pl.Expr:
     """`text` on `rows` and "" elsewhere, for signals of some rows only: the patterns then skip
     text whose result would be discarded (a NULL does not spare the search, "" does)."""
@@ -121,7 +143,9 @@ def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
     """tool_markup_format / tool_markup_in of assistant turns: visible text first, then the
     reasoning (field or inline block), then the tool names."""
     assistant = pl.col("role") == "assistant"
-    content = _only(assistant, pl.col("content").fill_null(""))
+    # Inline blocks need a reasoning tag: untagged content gives the same "" and NULL below.
+    tagged = pl.col("think_open_count") + pl.col("think_close_count") > 0
+    content = _only(assistant & tagged, pl.col("content").fill_null(""))
     inline_reasoning = pl.concat_str(
         [
             content.str.extract_all(
@@ -134,21 +158,33 @@ def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
         separator="\n",
         ignore_nulls=True,
     )
+    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join("\n")
+    # The three texts once each (the ordered search reads each of them 36 times), and the rows
+    # where one of them may hold markup: the only rows the search runs on.
     reasoning = pl.concat_str(
         [pl.col("reasoning"), inline_reasoning], separator="\n", ignore_nulls=True
     )
-    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join("\n")
+    texts = df.select(
+        _only(assistant, pl.col("visible_text")).alias("_content"),
+        pl.when(assistant).then(reasoning).alias("_reasoning"),
+        pl.when(assistant).then(names).alias("_names"),
+    )
+    maybe = (
+        pl.col("_content").str.contains(MARKUP_PREFILTER)
+        | pl.col("_reasoning").str.contains(MARKUP_PREFILTER)
+        | pl.col("_names").str.contains(markers.TOOL_NAME_MARKUP)
+    ).fill_null(False)
+    rows = texts.select(pl.arg_where(maybe).alias("_row"))["_row"]
+    picked = texts[rows].with_columns(df["model"].gather(rows))
     in_names = (
-        pl.when(names.str.contains(markers.TOOL_NAME_MARKUP))
-        .then(pl.coalesce(_markup_format(names), pl.lit(markers.TOOL_NAME_PARSER)))
+        pl.when(pl.col("_names").str.contains(markers.TOOL_NAME_MARKUP))
+        .then(pl.coalesce(_markup_format(pl.col("_names")), pl.lit(markers.TOOL_NAME_PARSER)))
         .otherwise(None)
     )
-    df = df.with_columns(
-        pl.when(assistant)
-        .then(_markup_format(_only(assistant, pl.col("visible_text"))))
-        .alias("_in_content"),
-        pl.when(assistant).then(_markup_format(reasoning)).alias("_in_reasoning"),
-        pl.when(assistant).then(in_names).alias("_in_names"),
+    picked = picked.with_columns(
+        _markup_format(pl.col("_content")).alias("_in_content"),
+        _markup_format(pl.col("_reasoning")).alias("_in_reasoning"),
+        in_names.alias("_in_names"),
     )
     found = pl.coalesce("_in_content", "_in_reasoning", "_in_names")
     model = pl.col("model").fill_null("")
@@ -166,8 +202,15 @@ def _tool_markup(df: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("_in_names").is_not_null())
         .then(pl.lit("tool_name"))
     )
-    return df.with_columns(found.alias("tool_markup_format"), where.alias("tool_markup_in")).drop(
-        "_in_content", "_in_reasoning", "_in_names"
+    parsed = picked.select(
+        pl.Series("_row", rows),
+        found.cast(pl.String).alias("tool_markup_format"),
+        where.cast(pl.String).alias("tool_markup_in"),
+    )
+    return (
+        df.with_row_index("_row")
+        .join(parsed, on="_row", how="left", maintain_order="left")
+        .drop("_row")
     )
 
 
@@ -255,33 +298,53 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
     """What a turn's own text and calls say, plus `_bigrams` (its word-bigram hashes) and
     `_transfers` (it calls a transfer tool) for the comparisons with earlier turns."""
     content = pl.col("content").fill_null("")
-    visible = (
-        content.str.replace_all(markers.CLOSED_BLOCK_RE, "")
+    # Every pattern that rewrites content starts or ends at a reasoning tag: a text without one
+    # is its own visible text, and only tagged texts are rewritten.
+    tagged = pl.col("think_open_count") + pl.col("think_close_count") > 0
+    rewritten = (
+        _only(tagged, content)
+        .str.replace_all(markers.CLOSED_BLOCK_RE, "")
         .str.replace_all(markers.UNCLOSED_TAIL_RE, "")
         .str.replace(markers.LEADING_TO_CLOSER_RE, "")
     )
-    whole = pl.concat_str([pl.col("reasoning").fill_null(""), content], separator="\n")
+    visible = pl.when(tagged).then(rewritten).otherwise(content)
+    # The repetition measures (words, bigrams, compression, tail loops: most of enrich's cost)
+    # are read by think-loop and repetition-to-cap, on agent and user-simulator turns only:
+    # other turns get "" here, which gives them NULL measures for nothing.
+    repeaters = pl.col("actor").is_in(REPETITION_ACTORS).fill_null(False)
+    whole = _only(
+        repeaters,
+        pl.concat_str([pl.col("reasoning").fill_null(""), content], separator="\n"),
+    )
     df = df.with_columns(
         (pl.col("trajectory_id") + "#" + pl.col("turn_index").cast(pl.String)).alias("turn_key"),
         content.str.count_matches(markers.OPEN_RE).cast(pl.Int64).alias("think_open_count"),
         content.str.count_matches(markers.CLOSE_RE).cast(pl.Int64).alias("think_close_count"),
-        visible.alias("visible_text"),
         content.str.len_chars().cast(pl.Int64).alias("content_chars"),
         pl.col("tool_calls").list.len().fill_null(0).cast(pl.Int64).alias("tool_call_count"),
         whole.alias("_whole"),
     )
+    df = df.with_columns(visible.alias("visible_text"))
     whole = pl.col("_whole")
     words = whole.str.slice(0, SIMILARITY_WINDOW).str.to_lowercase().str.extract_all(r"\w+")
-    # Word bigrams as 64-bit hashes of the word pairs: the set operations then compare integers,
-    # not strings built for every pair (which cost more than the rest of enrich). Two different
-    # pairs share a hash with probability 2^-64.
-    word = pl.element().hash()
-    pair = pl.struct(word.alias("first"), word.shift(-1).alias("second")).hash()
-    bigrams = words.list.eval(pair.filter(word.shift(-1).is_not_null())).list.unique()
-    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
     # A hex or binary literal (a registry value, a CTF payload) compresses and repeats like a
     # loop but is one word of data: the repetition measures read it as one token.
     prose = whole.str.replace_all(DATA_LITERAL_RE, "<literal>")
+    # Columns, not expressions, for what several measures read: each is computed once.
+    df = df.with_columns(
+        words.list.eval(pl.element().hash()).alias("_hashes"), prose.alias("_prose")
+    )
+    # Word bigrams as 64-bit hashes of the word pairs: the set operations then compare integers,
+    # not strings built for every pair (which cost more than the rest of enrich). A pair is its
+    # words' hashes combined by list arithmetic (each word's with the next one's, wrapping):
+    # an expression over shifted elements per list costs three times as much. Two different
+    # pairs share a value with probability about 2^-64.
+    hashes = pl.col("_hashes")
+    following = hashes.list.slice(1)
+    pair = hashes.list.slice(0, following.list.len()) * pl.lit(PAIR_MULTIPLIER, pl.UInt64)
+    bigrams = (pair + following).list.unique()
+    prose = pl.col("_prose")
+    names = pl.col("tool_calls").list.eval(pl.element().struct.field("name")).list.join(" ")
     df = df.with_columns(
         pl.col("visible_text")
         .str.strip_chars()
@@ -289,7 +352,7 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
         .cast(pl.Int64)
         .alias("visible_chars"),
         prose.map_batches(_compression_ratio, return_dtype=pl.Float64).alias("compression_ratio"),
-        pl.when(words.list.len() >= MIN_SIMILARITY_WORDS)
+        pl.when(hashes.list.len() >= MIN_SIMILARITY_WORDS)
         .then(bigrams)
         .otherwise(None)
         .alias("_bigrams"),
@@ -307,7 +370,7 @@ def _own_signals(df: pl.DataFrame, failures: list[dict[str, Any]]) -> pl.DataFra
     df = df.with_columns(
         pl.col("_tail").struct.field("period").alias("tail_period"),
         pl.col("_tail").struct.field("chars").alias("tail_repeat_chars"),
-    ).drop("_whole", "_tail")
+    ).drop("_whole", "_hashes", "_prose", "_tail")
     return _text_calls(_request_keys(_reasoning_calls(_tool_markup(df))), failures)
 
 
@@ -315,8 +378,13 @@ def _compared_signals(df: pl.DataFrame, bigrams: pl.Series) -> pl.DataFrame:
     """Repetition of the previous turn of the same actor (its row in `_previous_row` of the
     whole table's `bigrams`), and the reply signals that depend on earlier transfers."""
     df = df.with_columns(bigrams.gather(df.get_column("_previous_row")).alias("_previous"))
+    # The intersection as a column: the two measures read it three times, and an expression
+    # would be computed each time.
+    df = df.with_columns(
+        pl.col("_bigrams").list.set_intersection(pl.col("_previous")).list.len().alias("_shared")
+    )
     # Jaccard similarity; both lists are sets, so |A ∪ B| = |A| + |B| - |A ∩ B|.
-    shared = pl.col("_bigrams").list.set_intersection(pl.col("_previous")).list.len()
+    shared = pl.col("_shared")
     similarity = shared / (pl.col("_bigrams").list.len() + pl.col("_previous").list.len() - shared)
     both = pl.col("_bigrams").is_not_null() & pl.col("_previous").is_not_null()
     agent_reply = (pl.col("role") == "assistant") & (pl.col("actor") == "agent")
