@@ -63,18 +63,17 @@ class TurnStore:
     True
     """
 
-    def __init__(self, *, batch_rows: int = BATCH_ROWS, memory_limit: str = MEMORY_LIMIT) -> None:
+    def __init__(self) -> None:
         self.directory = tempfile.mkdtemp(prefix="forensics-turns-")
         # In memory, spilling to the directory beyond the limit: a database file would add its
         # write-ahead log and checkpoints (fsyncs) for a table that lives one scan.
         self.con = duckdb.connect(":memory:")
         self._closer = weakref.finalize(self, _remove, self.con, self.directory)
-        self.con.execute(f"set memory_limit = '{memory_limit}'")
+        self.con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
         self.con.execute(f"set temp_directory = '{os.path.join(self.directory, 'spill')}'")
         # The table lives for one scan: compressing it costs more CPU (2.5x per insert,
         # measured) than the disk it saves is worth.
         self.con.execute("pragma force_compression = 'uncompressed'")
-        self._batch_rows = batch_rows
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
@@ -95,7 +94,7 @@ class TurnStore:
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         self._pending_bytes += batch.nbytes
-        if self._pending_rows >= self._batch_rows or self._pending_bytes >= BATCH_BYTES:
+        if self._pending_rows >= BATCH_ROWS or self._pending_bytes >= BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:

@@ -38,7 +38,16 @@ def test_the_stored_scan_is_the_scan_in_memory_whatever_the_batches(whole, monke
     # Batches of a single episode or so: many flushes, and fusion completes stored episodes.
     monkeypatch.setattr(records, "BATCH_ROWS", 3)
     monkeypatch.setattr(turnstore, "BATCH_ROWS", 5)
+    flushes: list[int] = []
+    flush = turnstore.TurnStore.flush
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        flushes.append(len(self._pending))
+        flush(self)
+
+    monkeypatch.setattr(turnstore.TurnStore, "flush", counted)
     stored = pipeline.scan(MIXED, config=False)
+    assert sum(1 for n in flushes if n) > 30
     assert isinstance(stored.turn_source, turnstore.TurnStore)
     assert stored.turn_source.count() == whole.turns.height > 300
     assert stored.turns.equals(whole.turns)
