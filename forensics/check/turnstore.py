@@ -169,9 +169,10 @@ class TurnStore:
         """A connection of its own to the store's database (its temp objects its own)."""
         return self.con.cursor()
 
-    def keyed(self, keys: Sequence[str]) -> pl.DataFrame:
+    def keyed(self, keys: Sequence[str | None]) -> pl.DataFrame:
         """The turns whose turn_key is one of keys, in scan order, `_row` first."""
-        wanted = pa.table({"turn_key": pa.array(sorted(set(keys)), pa.string())})
+        named = sorted({k for k in keys if k is not None})  # an episode's finding: no turn
+        wanted = pa.table({"turn_key": pa.array(named, pa.string())})
         return self.sql(
             f"select {ROW}, * exclude ({ROW}) from {TABLE} "
             f"where turn_key in (select turn_key from _wanted) order by {ROW}",

@@ -114,7 +114,8 @@ def _shares(
         if isinstance(turns, pl.DataFrame):
             shared = turns.filter(pl.col("turn_key").is_in(keys))
         else:
-            shared = pl.DataFrame({"turn_key": sorted(set(keys))})
+            # an episode's finding (no turn) points at no turn
+            shared = pl.DataFrame({"turn_key": sorted({k for k in keys if k is not None})})
         share = {
             "findings": found.with_row_index(ROW),
             "turns": shared,

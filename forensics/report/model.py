@@ -7,7 +7,8 @@ numbers, excerpts and page data the renderers need, so no renderer reads a table
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, cast
+from collections.abc import Iterator, Sequence
+from typing import Any, cast, overload
 
 import polars as pl
 
@@ -80,6 +81,42 @@ def _finding(row: dict[str, Any]) -> Finding:
         "message": row["message"],
         "evidence": row["evidence"],
     }
+
+
+class FindingRows(Sequence[Finding]):
+    """The findings of the report model, each made from its row when it is read: a scan with
+    hundreds of thousands of findings never holds all of them as Python objects at once."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self._frame = frame
+
+    def __len__(self) -> int:
+        return self._frame.height
+
+    @overload
+    def __getitem__(self, index: int) -> Finding: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Finding]: ...
+
+    def __getitem__(self, index: int | slice) -> Finding | list[Finding]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._frame.height)
+            rows = self._frame.slice(start, max(0, stop - start)).iter_rows(named=True)
+            return [_finding(r) for r in rows][::step]
+        if index < 0:
+            index += self._frame.height
+        if not 0 <= index < self._frame.height:
+            raise IndexError(index)
+        return _finding(self._frame.row(index, named=True))
+
+    def __iter__(self) -> Iterator[Finding]:
+        for start in range(0, self._frame.height, _ROWS_AT_ONCE):
+            for row in self._frame.slice(start, _ROWS_AT_ONCE).iter_rows(named=True):
+                yield _finding(row)
+
+
+_ROWS_AT_ONCE = 4096
 
 
 def _turn_head(content: str | None, excerpt: str | None) -> str:
@@ -535,10 +572,11 @@ def build(result: ScanResult, *, page: bool = False, turn_text: bool = False) ->
     turns and the output-length chart), under "page", which the JSON output leaves out.
     turn_text: the opening and length of the turn of every finding, not only of the causes'
     evidence (the report quotes those), under "turn_text"."""
-    findings = [_finding(r) for r in result.findings.iter_rows(named=True)]
-    by_id = {f["id"]: f for f in findings}
-    quoted = {i for c in result.diagnosis.causes for i in c.evidence if i in by_id}
-    quoted = set(by_id) if turn_text else quoted
+    findings = FindingRows(result.findings)
+    evidence = {i for c in result.diagnosis.causes for i in c.evidence}
+    wanted = result.findings.filter(pl.col("finding_id").is_in(sorted(evidence)))
+    by_id = {f["id"]: f for f in FindingRows(result.findings if turn_text else wanted)}
+    quoted = set(by_id)
     keys = sorted({f"{by_id[i]['trajectory_id']}#{by_id[i]['turn_index']}" for i in quoted})
     contents = {
         (r["trajectory_id"], r["turn_index"]): r["content"]
@@ -548,9 +586,8 @@ def build(result: ScanResult, *, page: bool = False, turn_text: bool = False) ->
     }
     # In the findings' order, so the same scan writes the same bytes.
     texts = {
-        f["id"]: _turn_text(f, contents.get((f["trajectory_id"], f["turn_index"])))
-        for f in findings
-        if f["id"] in quoted
+        i: _turn_text(f, contents.get((f["trajectory_id"], f["turn_index"])))
+        for i, f in by_id.items()
     }
     rule_titles = {r.id: r.title for r in result.rules}
     total = result.trajectories.height
@@ -599,7 +636,7 @@ def build(result: ScanResult, *, page: bool = False, turn_text: bool = False) ->
                 "parameters": dict(sorted(c.facts.items())),
             }
         )
-    rule_counts = Counter(f["rule"] for f in findings)
+    rule_counts = Counter(result.findings["rule"].to_list())
     trajectories = result.trajectories
     rewards = trajectories["reward"].drop_nulls()
     by_variant = (

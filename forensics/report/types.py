@@ -11,6 +11,7 @@ the result grows with the findings, not with the text of the input.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NotRequired, TypedDict, cast
 
 
@@ -188,7 +189,8 @@ class Report(TypedDict):
     fix_plan: list[dict[str, Any]]
     parameters: list[dict[str, Any]]
     validation_checks: list[dict[str, Any]]
-    findings: list[Finding]
+    # a Sequence: the model makes each finding when it is read (report.model.FindingRows)
+    findings: Sequence[Finding]
     trajectories: list[Trajectory]
     rejects: list[dict[str, Any]]
     files: list[FileEntry]

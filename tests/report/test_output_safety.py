@@ -227,6 +227,7 @@ def _output2_model() -> dict[str, Any]:
 def poisoned(value: str) -> dict[str, Any]:
     """The output2 model with `value` in every slot whose text comes from a log."""
     m = copy.deepcopy(_output2_model())
+    m["findings"] = list(m["findings"])  # made as read (FindingRows): a list to poison
     m["verdict"] = value
     m["primary"]["title"] = value
     for c in m["causes"]:
@@ -463,6 +464,7 @@ def test_json_nulls_non_finite_numbers_and_says_where():
 
 def test_json_of_an_ordinary_model_is_plain_json_dumps():
     m = _output2_model()
+    m["findings"] = list(m["findings"])  # made as read (FindingRows): json.dumps takes a list
     written = {k: v for k, v in m.items() if k != "turn_text"}  # only with --json-text
     assert jsonout.render(m) == json.dumps(written, indent=2, ensure_ascii=False) + "\n"
     assert jsonout.render(m, turn_text=True) == json.dumps(m, indent=2, ensure_ascii=False) + "\n"

@@ -93,6 +93,7 @@ def test_renders_as_intended_markdown(output2_model):
 
 def test_untrusted_text_can_not_become_html_links_images_or_mentions(output2_model):
     m = copy.deepcopy(output2_model)
+    m["findings"] = list(m["findings"])  # made as read (FindingRows): a list to edit
     hostile = " ".join(HOSTILE_INLINE)
     m["causes"][0]["title"] = hostile
     m["causes"][0]["why_ranked"] = hostile

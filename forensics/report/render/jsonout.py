@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -167,7 +167,7 @@ def pieces(
     (render notes those) raises _Irregular before its piece is yielded; `write` then starts
     over with render."""
     findings = model.get("findings")
-    if not isinstance(findings, list) or len(findings) <= piece:
+    if not _sequence(findings) or len(findings) <= piece:
         yield render(model, turn_text=turn_text)
         return
     text = render({**model, "findings": []}, turn_text=turn_text)
@@ -188,6 +188,11 @@ def pieces(
     yield "\n  ]" + text[at + len(_PLACE) :]
 
 
+def _sequence(value: Any) -> TypeGuard[Sequence[Any]]:
+    """A list, or a sequence other than text and tuples that stands for one."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes | tuple)
+
+
 def write(
     path: Path, model: Mapping[str, Any], *, turn_text: bool = False, piece: int = PIECE
 ) -> Path:
@@ -202,7 +207,8 @@ def render(model: Mapping[str, Any], *, turn_text: bool = False) -> str:
     """The model as strict, deterministic JSON text (ordinary models: exactly json.dumps).
     turn_text: keep the model's "turn_text" (scan --json-text)."""
     left_out = {"page"} if turn_text else {"page", "turn_text"}
-    data = {k: v for k, v in model.items() if k not in left_out}
+    # A sequence the model makes as it is read (its findings) is written as the list it is.
+    data = {k: list(v) if _sequence(v) else v for k, v in model.items() if k not in left_out}
     try:
         text, by_orjson = _write(data, True, False, None)
     except ValueError:  # a non-finite float somewhere: walk the model (only then) to null it
