@@ -11,10 +11,10 @@ whole table. `_row` is each turn's position in the scan, the order every output 
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
-import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -40,17 +40,24 @@ _RAW = schema.RAW_TURNS.names
 _COLUMNS = schema.TURNS.names
 
 
-def _remove(con: duckdb.DuckDBPyConnection, directory: str) -> None:
-    try:
-        con.close()
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+_SPILL: str | None = None  # this process's directory of the stores' spill directories
+
+
+def _spill_directory() -> str:
+    """A directory of its own for a store's spilled pages, in one per process that goes when
+    the process exits: a store's database lives as long as a connection to it (a notebook's
+    `forensics.connect(...)`), which may be longer than the store."""
+    global _SPILL
+    if _SPILL is None or not os.path.isdir(_SPILL):
+        _SPILL = tempfile.mkdtemp(prefix="forensics-turns-")
+        atexit.register(shutil.rmtree, _SPILL, True)
+    return tempfile.mkdtemp(dir=_SPILL)
 
 
 class TurnStore:
     """The enriched turns of one scan in a DuckDB table that spills to disk (`turn_rows`: the
-    columns of schema.TURNS, then `_row`). Removed with its directory when the store is
-    collected or the process exits.
+    columns of schema.TURNS, then `_row`). The database goes with the last connection to it
+    (DuckDB then deletes what it spilled); the spill directories when the process exits.
 
     Examples
     --------
@@ -64,11 +71,10 @@ class TurnStore:
     """
 
     def __init__(self) -> None:
-        self.directory = tempfile.mkdtemp(prefix="forensics-turns-")
+        self.directory = _spill_directory()
         # In memory, spilling to the directory beyond the limit: a database file would add its
         # write-ahead log and checkpoints (fsyncs) for a table that lives one scan.
         self.con = duckdb.connect(":memory:")
-        self._closer = weakref.finalize(self, _remove, self.con, self.directory)
         self.con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
         self.con.execute(f"set temp_directory = '{os.path.join(self.directory, 'spill')}'")
         # The table lives for one scan: compressing it costs more CPU (2.5x per insert,
@@ -84,8 +90,9 @@ class TurnStore:
         self._insert(empty, pl.Series(ROW, [], pl.Int64), create=True)
 
     def close(self) -> None:
-        """Close the database and remove its directory (also done when the store is freed)."""
-        self._closer()
+        """Close the store's connection and remove its spill directory now."""
+        self.con.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     # Writing -----------------------------------------------------------------------------
 

@@ -158,6 +158,7 @@ def test_md_writes_the_markdown_report(workdir):
         "r.md",
         "--json",
         "r.json",
+        "--json-text",  # the turn openings the Markdown quotes
     )
     assert res.exit_code == 1
     report = json.loads((workdir / "r.json").read_text())

@@ -320,7 +320,7 @@ def test_an_empty_directory_is_a_reject_not_silence(tmp_path):
 def test_ctrl_c_exits_130_with_one_line_and_no_torn_output(tmp_path, monkeypatch):
     from forensics.report.render import jsonout
 
-    def interrupted(_model):
+    def interrupted(_model, **_options):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(jsonout, "render", interrupted)

@@ -439,6 +439,10 @@ class _Interrupted:
                 ) from None
         return self.real.sql(query)
 
+    def cursor(self):  # type: ignore[no-untyped-def]
+        # A scan's rules run on a cursor of its turn store's connection.
+        return type(self)(self.real.cursor(), self.error)
+
     def __getattr__(self, name: str):
         return getattr(self.real, name)
 
