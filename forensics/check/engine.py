@@ -139,16 +139,24 @@ def load_rules(extra_dirs: list[Path] | None = None) -> list[Rule]:
     return [rules[k] for k in sorted(rules)]
 
 
-def _run(con: duckdb.DuckDBPyConnection, rule: Rule) -> pl.DataFrame:
-    """One rule's findings: its result columns, `details` JSON text, and the rule's labels."""
-    try:
+def _run(
+    con: duckdb.DuckDBPyConnection, rule: Rule, store: turnstore.TurnStore | None = None
+) -> pl.DataFrame:
+    """One rule's findings: its result columns, `details` JSON text, and the rule's labels.
+    Over a store's turns, a query that runs out of memory runs again with more (retrying)."""
+
+    def found() -> pa.Table:
         relation = con.sql(rule.query)
         columns = dict(zip(relation.columns, relation.types, strict=True))
         missing = set(RESULT_COLUMNS) - set(columns)
         if missing:
             raise RuleError(f"{rule.path}: query must return {', '.join(sorted(missing))}")
         table = relation.project(", ".join([*RESULT_COLUMNS, _details(rule, columns)]))
-        frame = cast(pl.DataFrame, pl.from_arrow(table.to_arrow_table()))
+        return table.to_arrow_table()
+
+    try:
+        got = found() if store is None else store.retrying(found)
+        frame = cast(pl.DataFrame, pl.from_arrow(got))
     except duckdb.InterruptException as exc:
         raise KeyboardInterrupt from exc
     except duckdb.Error as exc:
@@ -260,8 +268,9 @@ def _checked(
                 not_checked.setdefault(path, {})[rule.id] = rule.missing(cols)
     frames = []
     with interrupts.watched():
+        store = turns if isinstance(turns, turnstore.TurnStore) else None
         for rule in rules:
-            frames.append(_run(con, rule))
+            frames.append(_run(con, rule, store))
     empty = cast(pl.DataFrame, pl.from_arrow(pa.Table.from_pylist([], schema=schema.FINDINGS)))
     if not frames:
         return Checked(empty, not_checked)

@@ -15,8 +15,8 @@ import atexit
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import duckdb
 import polars as pl
@@ -26,6 +26,7 @@ from forensics import interrupts, schema
 from forensics.check import enrich
 from forensics.redact import redact_table
 
+T = TypeVar("T")
 ROW = "_row"
 TABLE = "turn_rows"
 # Turns are enriched this many (or this many bytes) at a time: large enough that polars'
@@ -35,7 +36,11 @@ BATCH_ROWS = 16_384
 BATCH_BYTES = 12 << 20
 # DuckDB's own buffers (the table's pages, the rules' joins and sorts) stay under this; beyond
 # it DuckDB spills to the temporary directory instead of growing.
-MEMORY_LIMIT = "256MB"
+MEMORY_LIMIT_MB = 256
+# A query that needs more at once (a window over a large partition, which DuckDB does not
+# spill) is run again with twice the limit, and again, up to this share of the machine's
+# memory: a large scan costs memory where it must, never its result.
+MEMORY_CEILING = 0.5
 _RAW = schema.RAW_TURNS.names
 _COLUMNS = schema.TURNS.names
 
@@ -75,7 +80,8 @@ class TurnStore:
         # In memory, spilling to the directory beyond the limit: a database file would add its
         # write-ahead log and checkpoints (fsyncs) for a table that lives one scan.
         self.con = duckdb.connect(":memory:")
-        self.con.execute(f"set memory_limit = '{MEMORY_LIMIT}'")
+        self._limit_mb = MEMORY_LIMIT_MB
+        self.con.execute(f"set memory_limit = '{self._limit_mb}MB'")
         self.con.execute(f"set temp_directory = '{os.path.join(self.directory, 'spill')}'")
         # The table lives for one scan: compressing it costs more CPU (2.5x per insert,
         # measured) than the disk it saves is worth.
@@ -88,6 +94,20 @@ class TurnStore:
         self.failures: list[dict[str, Any]] = []
         empty = enrich.enrich(pa.Table.from_pylist([], schema=schema.RAW_TURNS))
         self._insert(empty, pl.Series(ROW, [], pl.Int64), create=True)
+
+    def retrying(self, run: Callable[[], T]) -> T:
+        """run(), again with a higher memory limit each time DuckDB runs out (see
+        MEMORY_CEILING); past the ceiling its OutOfMemoryException is run's failure."""
+        while True:
+            try:
+                return run()
+            except duckdb.OutOfMemoryException:
+                ceiling = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+                ceiling_mb = int(ceiling * MEMORY_CEILING) >> 20
+                if self._limit_mb >= ceiling_mb:
+                    raise
+                self._limit_mb = min(self._limit_mb * 2, ceiling_mb)
+                self.con.execute(f"set memory_limit = '{self._limit_mb}MB'")
 
     def close(self) -> None:
         """Close the store's connection and remove its spill directory now."""
@@ -144,7 +164,7 @@ class TurnStore:
             for name, table in (tables or {}).items():
                 cursor.register(name, table)
             with interrupts.watched():
-                got = cursor.sql(query, params=params).to_arrow_table()
+                got = self.retrying(lambda: cursor.sql(query, params=params).to_arrow_table())
         finally:
             cursor.close()
         return cast(pl.DataFrame, pl.from_arrow(got))

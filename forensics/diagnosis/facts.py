@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import duckdb
@@ -197,7 +198,14 @@ def compute(
         for cid in groups:
             if cid != first:
                 _share(con, cid, isinstance(turns, TurnStore))
-            out[cid] = _cause(con, pack, pack.causes[cid])
+            spec = pack.causes[cid]
+            if isinstance(turns, TurnStore):  # a query out of memory runs again with more
+                try:
+                    out[cid] = turns.retrying(partial(_cause, con, pack, spec))
+                except duckdb.OutOfMemoryException as exc:
+                    raise RuleError(f"cause {cid}: {exc}") from None
+            else:
+                out[cid] = _cause(con, pack, spec)
         return out
     finally:
         con.close()
@@ -236,6 +244,8 @@ def _cause(con: duckdb.DuckDBPyConnection, pack: CausePack, spec: CauseSpec) -> 
         try:
             # A newline before the closing parenthesis: a query may end in a -- comment.
             _exec(con, f'set variable "{param.name}" = (\n{param.sql.strip().rstrip(";")}\n)')
+        except duckdb.OutOfMemoryException:
+            raise  # the store runs it again with more memory (compute)
         except duckdb.Error as exc:
             raise RuleError(
                 f"{param.source}: cause {spec.id}: params.{param.name}: {exc}"

@@ -108,3 +108,13 @@ def test_db_and_parquet_copy_the_stored_turns_in_scan_order(tmp_path: Path):
     assert len(turns) == result.turns["run_id"].n_unique() > 1
     read = pl.concat([pl.read_parquet(p) for p in turns])
     assert read.sort("turn_key").equals(result.turns.sort("turn_key"))
+
+
+def test_a_query_out_of_memory_runs_again_with_more(whole, monkeypatch):
+    # 8 MB: the rules' windows and the causes' facts over these turns need more at once.
+    monkeypatch.setattr(turnstore, "MEMORY_LIMIT_MB", 8)
+    tight = pipeline.scan(MIXED, config=False)
+    assert isinstance(tight.turn_source, turnstore.TurnStore)
+    assert tight.turn_source._limit_mb > 8  # it ran out, and got more
+    assert tight.findings.equals(whole.findings)
+    assert jsonout.render(tight.report()) == jsonout.render(whole.report())
