@@ -305,8 +305,31 @@ def test_rows_the_fast_path_can_not_build_are_built_by_the_collector(
 
     monkeypatch.setattr(_capture_fast, "turn_batch", refuse)
     outcome = _outcome(path)
-    assert outcome is not None and outcome.episodes and list(outcome.rest or [None]) == []
+    assert outcome is not None and outcome.rest is None  # every line read, rows built apart
     fast = _read(path, True)
+    assert [t.to_pylist() for t in fast[1:4]] == [t.to_pylist() for t in general[1:4]]
+    assert fast[0] == general[0]
+
+
+def test_one_group_the_fast_path_can_not_build_leaves_the_others_fast(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "loop.jsonl"
+    path.write_text("\n".join(_agent_loop(random.Random(8), 9, True)) + "\n")
+    general = _read(path, False)
+    monkeypatch.setattr(_capture_fast, "BATCH_ROWS", 5)  # a group of an episode or two
+    built = _capture_fast.turn_batch
+    groups: list[str] = []
+
+    def second_refused(episodes: list[Any]) -> Any:
+        groups.append("refused" if len(groups) == 1 else "built")
+        if groups[-1] == "refused":
+            raise _capture_fast.NotFast("a value the row check refuses")
+        return built(episodes)
+
+    monkeypatch.setattr(_capture_fast, "turn_batch", second_refused)
+    fast = _read(path, True)
+    assert groups.count("refused") == 1 and groups.count("built") >= 2
     assert [t.to_pylist() for t in fast[1:4]] == [t.to_pylist() for t in general[1:4]]
     assert fast[0] == general[0]
 

@@ -294,8 +294,6 @@ class Outcome:
     # The lines it left to the general reader, from the first it could not read exactly (the
     # linker holds every call before it); None when it read them all and handed the rows over.
     rest: Iterator[tuple[int, str | None]] | None = None
-    # Episodes it linked but could not build rows for: the collector's add_episode builds them.
-    episodes: list[Episode] = field(default_factory=list)
 
 
 def read(path: Path, collector: Collector, linker: Linker) -> Outcome | None:
@@ -333,19 +331,6 @@ def read(path: Path, collector: Collector, linker: Linker) -> Outcome | None:
         if len(outcome.models) == 1:
             linker.run.agent_model = next(iter(outcome.models))
         episodes = linker.take()
-        # Rows become Arrow a group of whole episodes at a time (a column's Python list lives
-        # only until its group is built), all before the collector gets any.
-        groups: list[tuple[list[Episode], pa.RecordBatch]] = []
-        start = rows = 0
-        try:
-            for end, episode in enumerate(episodes, 1):
-                rows += len(episode.messages)
-                if rows >= BATCH_ROWS or end == len(episodes):
-                    groups.append((episodes[start:end], turn_batch(episodes[start:end])))
-                    start, rows = end, 0
-        except NotFast:
-            outcome.rest, outcome.episodes = iter(()), episodes
-            return outcome
     except NotFast:
         return None
     except Exception as exc:
@@ -353,9 +338,34 @@ def read(path: Path, collector: Collector, linker: Linker) -> Outcome | None:
         # msgspec's depth): the general reader meets it again and says what it always says.
         interrupts.raise_if_interrupted(exc)
         return None
-    for group, batch in groups:
-        collector.add_turn_batch(group, batch)
+    _hand_over(episodes, collector)
     return outcome
+
+
+def _hand_over(episodes: list[Episode], collector: Collector) -> None:
+    """The episodes' rows to the collector a group of whole episodes at a time, each group's
+    Arrow batch built just before it goes (a column's Python list, and the episodes, live only
+    until then: a scan streams the batch on). A group the column-wise builder does not take
+    exactly goes through add_episode, which builds what the general reader would."""
+    pending = episodes[::-1]
+    episodes.clear()
+    group: list[Episode] = []
+    rows = 0
+    while pending:
+        episode = pending.pop()
+        group.append(episode)
+        rows += len(episode.messages)
+        if rows < BATCH_ROWS and pending:
+            continue
+        try:
+            batch = turn_batch(group)
+        except Exception as exc:  # NotFast, or a bug of this path: the general row builder
+            interrupts.raise_if_interrupted(exc)
+            for one in group:
+                collector.add_episode(one)
+        else:
+            collector.add_turn_batch(group, batch)
+        group, rows = [], 0
 
 
 # --- the turn rows, column by column ----------------------------------------------------------

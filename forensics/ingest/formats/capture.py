@@ -274,8 +274,6 @@ def read(path: Path, collector: Collector, fmt: str, *, fast: bool = True) -> in
             outcome = _capture_fast.read(path, collector, reader.linker)
             if outcome is not None and outcome.rest is not None:
                 reader.sources, reader.models = outcome.sources, outcome.models
-                for episode in outcome.episodes:
-                    collector.add_episode(episode)
                 _read_records(reader, path, _jsonl_lines(outcome.rest))
         if outcome is not None:
             return outcome.sources if outcome.rest is None else reader.finish()
