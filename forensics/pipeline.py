@@ -4,8 +4,11 @@ codes.
 
 `scan` is its stages in order, each a function of its own: `load_rules`, `expand` (the inputs,
 minus ignore-paths), `read` (ingest, then the one redaction pass), `check` (enrichment and the
-rules) and `diagnose`. The distributed scan (forensics.distributed) calls the same stages: the
-driver expands and diagnoses, each shard reads and checks its files.
+rules) and `diagnose`. In one process, `read` streams the turns to a store
+(check.turnstore), which redacts and enriches them a batch at a time as they come, and the
+later stages read them there. The distributed scan (forensics.distributed) calls the same
+stages, each shard in memory: the driver expands and diagnoses, each shard reads and checks
+its files.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -289,10 +292,7 @@ def check(
     the store the read streamed its turns to (already enriched), the rules run over it."""
     progress.stage("checking rules")
     if store is not None:
-        rejects = frame(data.rejects)
-        if store.failures:
-            failed = frame(pa.Table.from_pylist(store.failures, schema=schema.REJECTS))
-            rejects = pl.concat([rejects, failed])
+        rejects = _with_failures(frame(data.rejects), store.failures)
         trajectories = frame(data.trajectories)
         checked = engine.check(store, trajectories, rules)
         return Checked(
@@ -311,9 +311,7 @@ def check(
     del data
     failures: list[dict[str, object]] = []
     turns = enrich.enrich(raw_turns, failures)
-    if failures:  # turns kept without a derived value: rejects of their own, after the read's
-        failed = frame(pa.Table.from_pylist(failures, schema=schema.REJECTS))
-        rejects = pl.concat([rejects, failed])
+    rejects = _with_failures(rejects, failures)
     checked = engine.check(turns, trajectories, rules)
     files = _with_notes(files, coverage.excerpt_notes(turns))
     return Checked(
@@ -325,6 +323,13 @@ def check(
         skipped=skipped,
         not_checked=checked.not_checked,
     )
+
+
+def _with_failures(rejects: pl.DataFrame, failures: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """Turns kept without a derived value are rejects of their own, after the read's."""
+    if not failures:
+        return rejects
+    return pl.concat([rejects, frame(pa.Table.from_pylist(list(failures), schema=schema.REJECTS))])
 
 
 def frame(table: pa.Table) -> pl.DataFrame:
