@@ -498,38 +498,10 @@ class Collector:
         if dropped:
             extra = f"{dropped} message(s) rejected (see rejects)"
             note = f"{note}; {extra}" if note else extra
-        traj = _TRAJECTORIES.blank()
-        traj.update(
-            trajectory_id=trajectory_id,
-            run_id=run.run_id,
-            source_path=ep.source_path,
-            source_line=ep.source_line,
-            source_format=ep.source_format,
-            task_id=ep.task_id,
-            trial=trial,
-            reward=ep.reward,
-            termination_reason=ep.termination_reason,
-            error=ep.error,
-            turn_count=len(rows),
-            agent_turn_count=sum(r["actor"] == "agent" for r in rows),
-            tool_call_count=sum(len(r["tool_calls"] or []) for r in rows if r["actor"] == "agent"),
-            ingest_note=note,
-            reward_breakdown=ep.reward_breakdown,
-            db_match=ep.db_match,
-            expected_actions=ep.expected_actions,
-            labels=[],
-        )
-        try:
-            _TRAJECTORIES.check(traj)
-        except BadValue as exc:
-            self.reject(
-                ep.source_path,
-                ep.source_line,
-                f"episode not read: {exc}",
-                "",
-                ep.source_format,
-                ep.json_path,
-            )
+        agent = [r for r in rows if r["actor"] == "agent"]
+        calls = sum(len(r["tool_calls"] or []) for r in agent)
+        traj = self._episode_row(ep, trajectory_id, trial, (len(rows), len(agent), calls), note)
+        if traj is None:
             return
         for row in rows:
             row["trajectory_id"], row["trial"] = trajectory_id, trial
@@ -563,38 +535,9 @@ class Collector:
             run = ep.run
             ep.source_path, run.run_id = clean_text(ep.source_path), clean_text(run.run_id)
             trajectory_id, trial = self._trajectory_id(run.run_id, ep.task_id, ep.trial)
-            traj = _TRAJECTORIES.blank()
-            traj.update(
-                trajectory_id=trajectory_id,
-                run_id=run.run_id,
-                source_path=ep.source_path,
-                source_line=ep.source_line,
-                source_format=ep.source_format,
-                task_id=ep.task_id,
-                trial=trial,
-                reward=ep.reward,
-                termination_reason=ep.termination_reason,
-                error=ep.error,
-                turn_count=n,
-                agent_turn_count=agents_to[start] - agents_to[at],
-                tool_call_count=calls_to[start] - calls_to[at],
-                ingest_note=ep.note,
-                reward_breakdown=ep.reward_breakdown,
-                db_match=ep.db_match,
-                expected_actions=ep.expected_actions,
-                labels=[],
-            )
-            try:
-                _TRAJECTORIES.check(traj)
-            except BadValue as exc:
-                self.reject(
-                    ep.source_path,
-                    ep.source_line,
-                    f"episode not read: {exc}",
-                    "",
-                    ep.source_format,
-                    ep.json_path,
-                )
+            counts = (n, agents_to[start] - agents_to[at], calls_to[start] - calls_to[at])
+            traj = self._episode_row(ep, trajectory_id, trial, counts, ep.note)
+            if traj is None:
                 continue
             keep.extend(range(at, start))
             ids += [trajectory_id] * n
@@ -611,6 +554,52 @@ class Collector:
             kept = kept.set_column(at, field, pa.array(values, field.type))
         self._flush_turns()  # rows of earlier episodes go first
         self._hand(kept)
+
+    def _episode_row(
+        self,
+        ep: Episode,
+        trajectory_id: str,
+        trial: int,
+        counts: tuple[int, int, int],
+        note: str | None,
+    ) -> dict[str, Any] | None:
+        """The episode's trajectory row, checked; None (and the episode rejected) when a value
+        does not fit. counts: its turns, agent turns and the agent's tool calls."""
+        turns, agent_turns, tool_calls = counts
+        traj = _TRAJECTORIES.blank()
+        traj.update(
+            trajectory_id=trajectory_id,
+            run_id=ep.run.run_id,
+            source_path=ep.source_path,
+            source_line=ep.source_line,
+            source_format=ep.source_format,
+            task_id=ep.task_id,
+            trial=trial,
+            reward=ep.reward,
+            termination_reason=ep.termination_reason,
+            error=ep.error,
+            turn_count=turns,
+            agent_turn_count=agent_turns,
+            tool_call_count=tool_calls,
+            ingest_note=note,
+            reward_breakdown=ep.reward_breakdown,
+            db_match=ep.db_match,
+            expected_actions=ep.expected_actions,
+            labels=[],
+        )
+        try:
+            _TRAJECTORIES.check(traj)
+        except BadValue as exc:
+            self.reject(
+                ep.source_path,
+                ep.source_line,
+                f"episode not read: {exc}",
+                "",
+                ep.source_format,
+                ep.json_path,
+            )
+            return None
+        return traj
 
     def _flush_turns(self) -> None:
         if self._turn_rows:
